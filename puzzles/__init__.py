@@ -1,0 +1,31 @@
+"""The puzzle families, one module each, all with the same shape.
+
+Every family module defines, in this order:
+- NAME, SOLVERS (the solvers it supports, default first) and its vocabulary;
+- `Params`, the validated parameter model (its fields are the catalog's parameter columns);
+- `expand(point)`: one grid point of a sweep to a list of raw parameter dicts, resolving
+  the word "all" where the family knows the set;
+- the rule tables, computed once per parameters and cached (cells, lines, windows,
+  attacks, jumps);
+- `model(params)` → `MipModel` and `from_mip(params, x)` → solution, and/or
+  `search(params)` → `SearchProblem` whose goal path is the solution;
+- `verify(params, solution)` → objective, recomputed from the solution alone (raises
+  `InvalidSolution`);
+- `encode(solution)` / `decode(text)`: the compact text stored in the catalog's
+  `solution` column;
+- `render(params, solution)`: a text picture.
+"""
+
+import importlib
+from types import ModuleType
+
+from puzzlesweep.core import BadInput
+
+FAMILIES = ("monochromatic_lines", "no_k_in_row", "domination", "peg_solitaire")
+
+
+def get(name: str) -> ModuleType:
+    """The family module called `name`; raises BadInput listing the known families."""
+    if name not in FAMILIES:
+        raise BadInput(f"unknown family {name!r}; known families: {', '.join(FAMILIES)}")
+    return importlib.import_module(f"puzzlesweep.puzzles.{name}")

@@ -1,0 +1,155 @@
+"""Domination: the fewest chess pieces that occupy or attack every square of a board.
+
+Source: seed `004_7d7580379b2fab1e.txt` (8×8 knights → 12, a set-cover MIP); knights on
+n×n boards, OEIS A006075: n = 1..10 → 1, 4, 4, 4, 5, 8, 10, 12, 14, 16.
+
+Vocabulary (squares row-major, 0-based, square = row * cols + col):
+- piece: knight, king, queen, rook or bishop; it attacks along its moves on the empty
+  board (sliding pieces are not blocked: the convention of the literature).
+- variant: `dominating` (every square occupied or attacked), `total` (every square,
+  occupied or not, attacked by another piece), `independent` (dominating, and no piece
+  attacks another).
+- solution: the sorted squares holding a piece; encoded in the catalog as
+  comma-separated integers ("9,14,21").
+
+MIP: x[s] = 1 if a piece stands on s; for every square t, Σ_{s covers t} x[s] >= 1 where
+s covers t if s attacks t, or s = t except in the total variant; independent adds
+x[s] + x[t] <= 1 for every attacking pair.
+
+Roads not taken: symmetry breaking over the board's 8 (square) or 4 symmetries (issue 6).
+"""
+
+from functools import lru_cache
+from typing import Literal
+
+from puzzlesweep.solvers.highs import MipModel
+from pydantic import field_validator
+
+from puzzlesweep.core import InvalidSolution
+from puzzlesweep.core import Params as _Params
+
+NAME = "domination"
+SOLVERS = ("highs",)
+
+Solution = tuple[int, ...]  # sorted occupied squares
+
+LEAPS = {
+    "knight": [(1, 2), (2, 1), (-1, 2), (-2, 1), (1, -2), (2, -1), (-1, -2), (-2, -1)],
+    "king": [(dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if dr or dc],
+}
+RAYS = {
+    "rook": [(0, 1), (1, 0), (0, -1), (-1, 0)],
+    "bishop": [(1, 1), (1, -1), (-1, 1), (-1, -1)],
+}
+RAYS["queen"] = RAYS["rook"] + RAYS["bishop"]
+SYMBOLS = {"knight": "N", "king": "K", "queen": "Q", "rook": "R", "bishop": "B"}
+
+
+class Params(_Params):
+    """piece: knight | king | queen | rook | bishop; rows, cols: board size (1..64);
+    variant: dominating | total | independent."""
+
+    piece: Literal["knight", "king", "queen", "rook", "bishop"] = "knight"
+    rows: int
+    cols: int
+    variant: Literal["dominating", "total", "independent"] = "dominating"
+
+    @field_validator("rows", "cols")
+    @classmethod
+    def _size(cls, size: int) -> int:
+        if not 1 <= size <= 64:
+            raise ValueError("board sides must lie in 1..64")
+        return size
+
+
+def expand(point: dict) -> list[dict]:
+    """Grid points need no family-specific expansion here."""
+    return [point]
+
+
+@lru_cache(maxsize=256)
+def attacks(piece: str, rows: int, cols: int) -> tuple[frozenset[int], ...]:
+    """For each square, the set of squares a piece standing there attacks."""
+    table = []
+    for r in range(rows):
+        for c in range(cols):
+            hit = set()
+            for dr, dc in LEAPS.get(piece, []):
+                if 0 <= r + dr < rows and 0 <= c + dc < cols:
+                    hit.add((r + dr) * cols + c + dc)
+            for dr, dc in RAYS.get(piece, []):
+                rr, cc = r + dr, c + dc
+                while 0 <= rr < rows and 0 <= cc < cols:
+                    hit.add(rr * cols + cc)
+                    rr, cc = rr + dr, cc + dc
+            table.append(frozenset(hit))
+    return tuple(table)
+
+
+def coverers(p: Params) -> list[list[int]]:
+    """For each square t, the squares whose piece covers t under the variant."""
+    table = attacks(p.piece, p.rows, p.cols)  # attacks are symmetric for these pieces
+    own = p.variant != "total"
+    return [sorted(table[t] | ({t} if own else set())) for t in range(p.rows * p.cols)]
+
+
+def model(p: Params) -> MipModel:
+    """The set-cover MIP of the module docstring; column s is square s."""
+    m = MipModel([], [], [], [])
+    m.add_columns(p.rows * p.cols, 1.0, 0.0, 1.0, True)
+    for cover in coverers(p):
+        m.add_row(cover, [1.0] * len(cover), 1.0, float("inf"))
+    if p.variant == "independent":
+        for s, hit in enumerate(attacks(p.piece, p.rows, p.cols)):
+            for t in sorted(hit):
+                if s < t:
+                    m.add_row([s, t], [1.0, 1.0], 0.0, 1.0)
+    return m
+
+
+def from_mip(p: Params, x: list[float]) -> Solution:
+    """The occupied squares: columns at 1."""
+    return tuple(s for s, value in enumerate(x) if value > 0.5)
+
+
+def verify(p: Params, solution: Solution) -> int:
+    """The number of pieces; raises InvalidSolution if a square is off the board or
+    repeated, a square is left uncovered, or (independent) two pieces attack each other."""
+    squares = p.rows * p.cols
+    placed = set(solution)
+    if len(placed) != len(solution) or any(not 0 <= s < squares for s in solution):
+        raise InvalidSolution(f"squares must be distinct indices in 0..{squares - 1}")
+    for t, cover in enumerate(coverers(p)):
+        if placed.isdisjoint(cover):
+            raise InvalidSolution(f"square {t} is not covered ({p.variant})")
+    if p.variant == "independent":
+        table = attacks(p.piece, p.rows, p.cols)
+        for s in placed:
+            if not placed.isdisjoint(table[s]):
+                raise InvalidSolution(f"the piece on square {s} attacks another piece")
+    return len(placed)
+
+
+def encode(solution: Solution) -> str:
+    """Comma-separated occupied squares, row-major, 0-based."""
+    return ",".join(map(str, solution))
+
+
+def decode(text: str) -> Solution:
+    """The inverse of `encode`."""
+    return tuple(int(t) for t in text.split(",")) if text else ()
+
+
+def render(p: Params, solution: Solution) -> str:
+    """The board: the piece's letter where one stands, elsewhere how many pieces attack
+    the square (as the seed prints)."""
+    placed = set(solution)
+    table = attacks(p.piece, p.rows, p.cols)
+    count = [sum(t in table[s] for s in placed) for t in range(p.rows * p.cols)]
+    return "\n".join(
+        " ".join(
+            SYMBOLS[p.piece] if r * p.cols + c in placed else str(count[r * p.cols + c])
+            for c in range(p.cols)
+        )
+        for r in range(p.rows)
+    )

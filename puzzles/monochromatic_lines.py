@@ -1,0 +1,170 @@
+"""Monochromatic lines: balls of c colours in the cube [n]^d, fewest one-colour lines.
+
+Source: seed `000_2b5e4fbc753a4c3a.txt` (3^3 with 14 and 13 balls → 4 lines), also
+H. P. Williams (1974), "three-dimensional noughts and crosses".
+
+Vocabulary (cells row-major, 0-based):
+- cell: a point of [n]^d, e.g. (0, 2, 1); its index is row-major, 0..n^d-1.
+- line: the n cells {p + t·v}, each coordinate constant, rising 0..n-1 or falling n-1..0,
+  not all constant; there are ((n+2)^d - n^d) / 2 of them (8 for 3^2, 49 for 3^3).
+- solution: the colour (0..c-1) of every cell, a tuple of n^d ints.
+  Encoded in the catalog as one digit per cell ("0110..."); with more than 10 colours,
+  comma-separated.
+
+MIP: x[i,j] = 1 if cell i has colour j; Σ_j x[i,j] = 1; Σ_i x[i,j] = counts[j];
+y[l,j] >= Σ_{i∈l} x[i,j] - (n-1), y in [0, 1] continuous (integral at every optimum);
+minimise Σ y.
+
+Roads not taken: one binary per cell for c = 2 (smaller, but a second model to keep
+right); symmetry breaking (issue 6).
+"""
+
+import itertools
+import math
+from functools import lru_cache
+
+from puzzlesweep.solvers.highs import MipModel
+from pydantic import field_validator, model_validator
+
+from puzzlesweep.core import InvalidSolution
+from puzzlesweep.core import Params as _Params
+
+NAME = "monochromatic_lines"
+SOLVERS = ("highs",)
+
+Cell = tuple[int, ...]  # (0, 2, 1): a point of [n]^d
+Line = tuple[int, ...]  # cell indices, in order along the line
+Solution = tuple[int, ...]  # the colour of every cell, row-major
+
+
+class Params(_Params):
+    """n: side (>= 2); d: dimensions (>= 1); counts: balls of each colour (>= 2 colours,
+    each >= 0, summing to n^d)."""
+
+    n: int
+    d: int
+    counts: list[int]
+
+    @field_validator("n")
+    @classmethod
+    def _n(cls, n: int) -> int:
+        if n < 2:
+            raise ValueError("side n must be at least 2")
+        return n
+
+    @field_validator("d")
+    @classmethod
+    def _d(cls, d: int) -> int:
+        if not 1 <= d <= 6:
+            raise ValueError("dimension d must be between 1 and 6")
+        return d
+
+    @field_validator("counts")
+    @classmethod
+    def _counts(cls, counts: list[int]) -> list[int]:
+        if len(counts) < 2 or min(counts) < 0:
+            raise ValueError("counts needs two or more colours, each count >= 0")
+        return counts
+
+    @model_validator(mode="after")
+    def _sum(self) -> "Params":
+        if sum(self.counts) != self.n**self.d:
+            raise ValueError(
+                f"counts must sum to n^d = {self.n**self.d}, "
+                f"got {'+'.join(map(str, self.counts))} = {sum(self.counts)}"
+            )
+        return self
+
+
+def expand(point: dict) -> list[dict]:
+    """`counts="balanced"` → the split of n^d into `c` near-equal parts; else unchanged."""
+    if point.get("counts") == "balanced":
+        total, c = point["n"] ** point["d"], point.get("c", 2)
+        point = {k: v for k, v in point.items() if k != "c"}
+        return [{**point, "counts": [total // c + (j < total % c) for j in range(c)]}]
+    return [point]
+
+
+@lru_cache(maxsize=64)
+def lines(n: int, d: int) -> tuple[Line, ...]:
+    """Every line of [n]^d as a tuple of row-major cell indices."""
+    index = {cell: i for i, cell in enumerate(itertools.product(range(n), repeat=d))}
+    found = []
+    for v in itertools.product((-1, 0, 1), repeat=d):
+        if not any(v) or next(x for x in v if x) < 0:  # one of v and -v
+            continue
+        fixed = [i for i, x in enumerate(v) if x == 0]
+        for consts in itertools.product(range(n), repeat=len(fixed)):
+            base = dict(zip(fixed, consts, strict=True))
+            cells = []
+            for t in range(n):
+                cell = tuple(
+                    base[i] if x == 0 else (t if x > 0 else n - 1 - t) for i, x in enumerate(v)
+                )
+                cells.append(index[cell])
+            found.append(tuple(cells))
+    assert len(found) == ((n + 2) ** d - n**d) // 2
+    return tuple(found)
+
+
+def model(p: Params) -> MipModel:
+    """The seed's 0-1 model (module docstring); columns x[i,j] = i*c + j, then y[l,j]."""
+    cells, c, all_lines = p.n**p.d, len(p.counts), lines(p.n, p.d)
+    m = MipModel([], [], [], [])
+    m.add_columns(cells * c, 0.0, 0.0, 1.0, True)
+    y0 = m.add_columns(len(all_lines) * c, 1.0, 0.0, 1.0, False)
+    for i in range(cells):
+        m.add_row([i * c + j for j in range(c)], [1.0] * c, 1.0, 1.0)
+    for j, count in enumerate(p.counts):
+        m.add_row([i * c + j for i in range(cells)], [1.0] * cells, count, count)
+    for li, line in enumerate(all_lines):
+        for j in range(c):
+            cols = [i * c + j for i in line] + [y0 + li * c + j]
+            m.add_row(cols, [1.0] * p.n + [-1.0], -math.inf, p.n - 1)
+    return m
+
+
+def from_mip(p: Params, x: list[float]) -> Solution:
+    """The colour of each cell from the x[i,j] columns."""
+    c = len(p.counts)
+    return tuple(max(range(c), key=lambda j: x[i * c + j]) for i in range(p.n**p.d))
+
+
+def verify(p: Params, solution: Solution) -> int:
+    """The number of monochromatic lines, recomputed; raises InvalidSolution if the
+    colouring has the wrong size, an unknown colour or the wrong count of a colour."""
+    if len(solution) != p.n**p.d:
+        raise InvalidSolution(f"expected {p.n**p.d} cells, got {len(solution)}")
+    if any(not 0 <= col < len(p.counts) for col in solution):
+        raise InvalidSolution(f"colours must lie in 0..{len(p.counts) - 1}")
+    used = [solution.count(j) for j in range(len(p.counts))]
+    if used != list(p.counts):
+        raise InvalidSolution(f"colour counts {used} differ from {list(p.counts)}")
+    return sum(len({solution[i] for i in line}) == 1 for line in lines(p.n, p.d))
+
+
+def encode(solution: Solution) -> str:
+    """One digit per cell, row-major ("0110..."); comma-separated beyond 10 colours."""
+    if max(solution, default=0) < 10:
+        return "".join(map(str, solution))
+    return ",".join(map(str, solution))
+
+
+def decode(text: str) -> Solution:
+    """The inverse of `encode`."""
+    return tuple(int(t) for t in (text.split(",") if "," in text else text))
+
+
+def render(p: Params, solution: Solution) -> str:
+    """The cube as its 2-D slices (rows × columns), colours as digits."""
+    n, d = p.n, p.d
+    if d == 1:
+        return " ".join(map(str, solution))
+    size = n * n
+    slices = []
+    for s in range(len(solution) // size):
+        grid = solution[s * size : (s + 1) * size]
+        rows = [" ".join(map(str, grid[r * n : (r + 1) * n])) for r in range(n)]
+        title = f"slice {s}" if d > 2 else ""
+        slices.append("\n".join(([title] if title else []) + rows))
+    return "\n\n".join(slices)

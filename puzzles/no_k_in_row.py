@@ -1,0 +1,151 @@
+"""No k in a row: remove the fewest stones from a full box so no k remain in a line.
+
+Source: seed `001_0301460f94071f88.txt` (k = 5: 6×7 → 8, 13×17 → 44 with 556 windows,
+6×7×6 with 524 windows open between 54 and 64); for k = 3 on n×n boards, OEIS A181018
+gives the most stones kept.
+
+Vocabulary (cells row-major, 0-based):
+- box: dimensions (d_1, ..., d_D); every cell starts with a stone.
+- direction: a non-zero vector in {-1, 0, 1}^D, one of each ± pair: (3^D - 1) / 2 of them
+  (4 in 2-D, 13 in 3-D), i.e. axes, plane diagonals and space diagonals.
+- window: k consecutive cells along one direction; the removed stones must hit every
+  window (a minimum hitting set).
+- solution: the sorted row-major indices of the removed stones; encoded in the catalog
+  as comma-separated integers ("3,10,17").
+
+MIP: x[cell] = 1 if removed; Σ_{cell∈w} x >= 1 for every window w; minimise Σ x.
+
+Roads not taken: clique or lifted cuts on overlapping windows, symmetry breaking and
+periodic starting patterns (issue 6).
+"""
+
+import itertools
+import math
+from functools import lru_cache
+
+from puzzlesweep.solvers.highs import MipModel
+from pydantic import field_validator, model_validator
+
+from puzzlesweep.core import InvalidSolution
+from puzzlesweep.core import Params as _Params
+
+NAME = "no_k_in_row"
+SOLVERS = ("highs",)
+
+Window = tuple[int, ...]  # k row-major cell indices along one direction
+Solution = tuple[int, ...]  # sorted indices of removed stones
+
+
+class Params(_Params):
+    """dims: the box's side lengths (1 to 6 dimensions, each >= 1, at most 1,000,000
+    cells); k: the forbidden run length (>= 2, at most the largest side)."""
+
+    dims: list[int]
+    k: int
+
+    @field_validator("dims")
+    @classmethod
+    def _dims(cls, dims: list[int]) -> list[int]:
+        if not 1 <= len(dims) <= 6 or min(dims) < 1:
+            raise ValueError("dims needs 1 to 6 side lengths, each at least 1")
+        if math.prod(dims) > 1_000_000:
+            raise ValueError("dims gives more than 1,000,000 cells")
+        return dims
+
+    @field_validator("k")
+    @classmethod
+    def _k(cls, k: int) -> int:
+        if k < 2:
+            raise ValueError("k must be at least 2")
+        return k
+
+    @model_validator(mode="after")
+    def _k_fits(self) -> "Params":
+        if self.k > max(self.dims):
+            raise ValueError(f"k = {self.k} is larger than every dimension of {self.dims}")
+        return self
+
+
+def expand(point: dict) -> list[dict]:
+    """Grid points need no family-specific expansion here."""
+    return [point]
+
+
+def directions(dimension: int) -> list[tuple[int, ...]]:
+    """The (3^D - 1) / 2 directions, each with its first non-zero coordinate +1."""
+    return [
+        v
+        for v in itertools.product((-1, 0, 1), repeat=dimension)
+        if any(v) and next(x for x in v if x) > 0
+    ]
+
+
+@lru_cache(maxsize=64)
+def windows(dims: tuple[int, ...], k: int) -> tuple[Window, ...]:
+    """Every window of k cells in the box, as row-major index tuples."""
+    strides = [math.prod(dims[i + 1 :]) for i in range(len(dims))]
+    found = []
+    for v in directions(len(dims)):
+        step = sum(x * s for x, s in zip(v, strides, strict=True))
+        # a start cell is valid when the whole window stays inside the box
+        ranges = [
+            range(0, n - (k - 1)) if x > 0 else range(k - 1, n) if x < 0 else range(n)
+            for x, n in zip(v, dims, strict=True)
+        ]
+        for start in itertools.product(*ranges):
+            first = sum(a * s for a, s in zip(start, strides, strict=True))
+            found.append(tuple(first + t * step for t in range(k)))
+    return tuple(found)
+
+
+def model(p: Params) -> MipModel:
+    """The hitting-set MIP of the module docstring; column i is cell i."""
+    cells = math.prod(p.dims)
+    m = MipModel([], [], [], [])
+    m.add_columns(cells, 1.0, 0.0, 1.0, True)
+    for window in windows(tuple(p.dims), p.k):
+        m.add_row(list(window), [1.0] * p.k, 1.0, math.inf)
+    return m
+
+
+def from_mip(p: Params, x: list[float]) -> Solution:
+    """The removed cells: columns at 1."""
+    return tuple(i for i, value in enumerate(x) if value > 0.5)
+
+
+def verify(p: Params, solution: Solution) -> int:
+    """The number of removed stones; raises InvalidSolution if a cell is out of the box,
+    repeated, or some window of k stones is left whole."""
+    cells = math.prod(p.dims)
+    removed = set(solution)
+    if len(removed) != len(solution) or any(not 0 <= i < cells for i in solution):
+        raise InvalidSolution(f"removed cells must be distinct indices in 0..{cells - 1}")
+    for window in windows(tuple(p.dims), p.k):
+        if removed.isdisjoint(window):
+            raise InvalidSolution(f"{p.k} stones remain in a row at cells {window}")
+    return len(removed)
+
+
+def encode(solution: Solution) -> str:
+    """Comma-separated removed cell indices, row-major, 0-based."""
+    return ",".join(map(str, solution))
+
+
+def decode(text: str) -> Solution:
+    """The inverse of `encode`."""
+    return tuple(int(t) for t in text.split(",")) if text else ()
+
+
+def render(p: Params, solution: Solution) -> str:
+    """The box as 2-D slices: 'o' a stone kept, '.' a stone removed."""
+    removed = set(solution)
+    *outer, rows, cols = [1] * (2 - len(p.dims)) + list(p.dims)
+    blocks = []
+    for s in range(math.prod(outer)):
+        base = s * rows * cols
+        grid = [
+            " ".join("." if base + r * cols + c in removed else "o" for c in range(cols))
+            for r in range(rows)
+        ]
+        blocks.append("\n".join(([f"slice {s}"] if outer else []) + grid))
+    return "\n\n".join(blocks)

@@ -1,0 +1,256 @@
+"""Triangular peg solitaire: jump pegs until one is left, perhaps at a given hole.
+
+Source: seed `003_f55d0c0b3991d583.txt` (T_5, 15 holes, 36 jump rules, backtracking with
+pruning of dead positions and their symmetric images; 13 jumps to one peg); fewest moves
+over all one-vacancy starts and finishes, OEIS A127500: T_4 → 5, T_5 → 9.
+
+Vocabulary:
+- hole: numbered 1..T(n), T(n) = n(n+1)/2, row by row from the apex (the seed's layout:
+  1 / 2 3 / 4 5 6 / ...); inside the code a hole is its 0-based index and sits at
+  (row, col) with 0 <= col <= row < n.
+- board: a bitmask, bit i set when hole i holds a peg.
+- jump: (from, over, to) along one of the three lattice directions; the peg on `from`
+  leaps over the peg on `over` into the empty `to`, and `over` is removed.
+- move: one or more consecutive jumps by the same peg.
+- symmetry: the 6 maps of the triangle (rotations and reflections), acting on holes.
+- solution: the jumps in order; encoded in the catalog as comma-separated `from-to`
+  hole numbers, 1-based ("4-1,6-4,...").
+
+Questions (`question`, given as `objective` on the command line and in specs, since the
+catalog's `objective` column holds the answer): `solve` finds a way to one peg (objective
+= pegs left, 1) by depth-first backtracking; `min_moves` finds the fewest moves
+(objective = moves) by uniform-cost search over (board, last peg moved), where a jump by
+the peg that just moved costs 0 and any other jump 1.
+
+Roads not taken: a MIP over time-indexed jumps (a second method for issue 3); bitboard
+jump generation by shifts and a transposition table with move ordering (issue 6).
+"""
+
+from functools import lru_cache
+from typing import Literal
+
+from puzzlesweep.solvers.backtrack import SearchProblem
+from pydantic import AliasChoices, Field, field_validator, model_validator
+
+from puzzlesweep.core import InvalidSolution
+from puzzlesweep.core import Params as _Params
+
+NAME = "peg_solitaire"
+SOLVERS = ("backtrack",)
+
+Jump = tuple[int, int, int]  # (from, over, to), 0-based hole indices
+Solution = tuple[Jump, ...]
+
+DIRECTIONS = [(0, 1), (1, 0), (1, 1), (0, -1), (-1, 0), (-1, -1)]
+
+
+def holes(side: int) -> int:
+    """T(side) = side(side+1)/2, the number of holes."""
+    return side * (side + 1) // 2
+
+
+class Params(_Params):
+    """side: holes on a side (4..12); start: the empty hole (1..T(side)); finish: `any`,
+    `start` or a hole number where the last peg must stand; question: `solve` or
+    `min_moves` (accepted as `objective`)."""
+
+    side: int
+    start: int
+    finish: str = "any"
+    question: Literal["solve", "min_moves"] = Field(
+        "solve", validation_alias=AliasChoices("objective", "question")
+    )
+
+    @field_validator("side")
+    @classmethod
+    def _side(cls, side: int) -> int:
+        if not 4 <= side <= 12:
+            raise ValueError("side must lie in 4..12")
+        return side
+
+    @field_validator("finish", mode="before")
+    @classmethod
+    def _finish(cls, finish: object) -> str:
+        return str(finish)
+
+    @model_validator(mode="after")
+    def _holes(self) -> "Params":
+        total = holes(self.side)
+        if not 1 <= self.start <= total:
+            raise ValueError(f"start hole {self.start} is not on T_{self.side} (1..{total})")
+        if self.finish not in ("any", "start") and not (
+            self.finish.isdigit() and 1 <= int(self.finish) <= total
+        ):
+            raise ValueError(f"finish must be any, start or a hole in 1..{total}")
+        return self
+
+    @property
+    def finish_hole(self) -> int | None:
+        """The 0-based hole where the last peg must stand, or None for any."""
+        if self.finish == "any":
+            return None
+        return self.start - 1 if self.finish == "start" else int(self.finish) - 1
+
+
+def expand(point: dict) -> list[dict]:
+    """`start="all"` → every hole of the board, 1..T(side)."""
+    if point.get("start") == "all":
+        return [{**point, "start": h} for h in range(1, holes(point["side"]) + 1)]
+    return [point]
+
+
+@lru_cache(maxsize=16)
+def geometry(side: int) -> tuple[tuple[tuple[int, int], ...], tuple[Jump, ...]]:
+    """(the (row, col) of every hole, every jump rule); T_5 has 36 jumps."""
+    places = tuple((r, c) for r in range(side) for c in range(r + 1))
+    index = {rc: i for i, rc in enumerate(places)}
+    jumps = tuple(
+        (index[(r, c)], index[(r + dr, c + dc)], index[(r + 2 * dr, c + 2 * dc)])
+        for r, c in places
+        for dr, dc in DIRECTIONS
+        if (r + 2 * dr, c + 2 * dc) in index
+    )
+    return places, jumps
+
+
+@lru_cache(maxsize=16)
+def symmetries(side: int) -> tuple[tuple[int, ...], ...]:
+    """The 6 symmetries of T_side as hole permutations (identity first). A hole (r, c)
+    has barycentric coordinates (c, r - c, side - 1 - r); symmetries permute them."""
+    places, _ = geometry(side)
+    index = {rc: i for i, rc in enumerate(places)}
+    perms = []
+    for order in ((0, 1, 2), (1, 0, 2), (0, 2, 1), (2, 1, 0), (1, 2, 0), (2, 0, 1)):
+        perm = []
+        for r, c in places:
+            bary = (c, r - c, side - 1 - r)
+            x, _, z = (bary[i] for i in order)
+            perm.append(index[(side - 1 - z, x)])
+        perms.append(tuple(perm))
+    return tuple(perms)
+
+
+def _board_maps(perms: tuple[tuple[int, ...], ...], size: int) -> list[list[list[int]]]:
+    """Byte lookup tables: maps[g][chunk][byte] is the image of that byte's pegs under g."""
+    maps = []
+    for perm in perms:
+        chunks = []
+        for chunk in range((size + 7) // 8):
+            table = []
+            for byte in range(256):
+                image = 0
+                for bit in range(8):
+                    hole = chunk * 8 + bit
+                    if byte >> bit & 1 and hole < size:
+                        image |= 1 << perm[hole]
+                table.append(image)
+            chunks.append(table)
+        maps.append(chunks)
+    return maps
+
+
+def search(p: Params) -> SearchProblem:
+    """The search for `p.question`; symmetric images share keys under the symmetries
+    that fix the finish hole (all 6 when the finish is `any`)."""
+    size = holes(p.side)
+    _, jumps = geometry(p.side)
+    target = p.finish_hole
+    perms = tuple(g for g in symmetries(p.side) if target is None or g[target] == target)
+    maps = _board_maps(perms, size)
+    chunks = range((size + 7) // 8)
+
+    def image(board: int, g: int) -> int:
+        return sum(maps[g][k][board >> (8 * k) & 255] for k in chunks)
+
+    def solved(board: int) -> bool:
+        return board.bit_count() == 1 and (target is None or board == 1 << target)
+
+    def legal(board: int):
+        for f, o, t in jumps:
+            if board >> f & 1 and board >> o & 1 and not board >> t & 1:
+                yield (f, o, t), board ^ (1 << f | 1 << o | 1 << t)
+
+    root = ((1 << size) - 1) ^ (1 << (p.start - 1))
+    if p.question == "solve":
+        return SearchProblem(
+            root=root,
+            children=lambda board: ((j, b, 0) for j, b in legal(board)),
+            is_goal=solved,
+            key=lambda board: min(image(board, g) for g in range(len(perms))),
+            goal_objective=1.0,
+        )
+    return SearchProblem(
+        root=(root, -1),
+        children=lambda s: ((j, (b, j[2]), 0 if j[0] == s[1] else 1) for j, b in legal(s[0])),
+        is_goal=lambda s: solved(s[0]),
+        key=lambda s: min(
+            (image(s[0], g), perms[g][s[1]] if s[1] >= 0 else -1) for g in range(len(perms))
+        ),
+        minimise=True,
+    )
+
+
+def moves(solution: Solution) -> int:
+    """The number of moves: maximal runs of jumps in which each starts where the last
+    landed."""
+    return sum(i == 0 or j[0] != solution[i - 1][2] for i, j in enumerate(solution))
+
+
+def verify(p: Params, solution: Solution) -> int:
+    """Replays the jumps from the start position; returns pegs left (question `solve`)
+    or moves (`min_moves`). Raises InvalidSolution on an illegal jump, more than one peg
+    left, or a last peg off the finish hole."""
+    _, jumps = geometry(p.side)
+    rules = set(jumps)
+    board = ((1 << holes(p.side)) - 1) ^ (1 << (p.start - 1))
+    for n, (f, o, t) in enumerate(solution, 1):
+        if (f, o, t) not in rules or not (board >> f & 1 and board >> o & 1) or board >> t & 1:
+            raise InvalidSolution(f"jump {n} ({f + 1}-{t + 1}) is not legal")
+        board ^= 1 << f | 1 << o | 1 << t
+    if board.bit_count() != 1:
+        raise InvalidSolution(f"{board.bit_count()} pegs are left, not 1")
+    if p.finish_hole is not None and board != 1 << p.finish_hole:
+        raise InvalidSolution(f"the last peg is not on hole {p.finish_hole + 1}")
+    return 1 if p.question == "solve" else moves(solution)
+
+
+def encode(solution: Solution) -> str:
+    """Comma-separated `from-to` hole numbers, 1-based ("4-1,6-4")."""
+    return ",".join(f"{f + 1}-{t + 1}" for f, _, t in solution)
+
+
+def decode(text: str) -> Solution:
+    """The inverse of `encode`: the jumped-over hole is the one between from and to."""
+    jumps = []
+    for item in filter(None, text.split(",")):
+        f, t = (int(h) - 1 for h in item.split("-"))
+        side = 1
+        while holes(side) <= max(f, t):
+            side += 1
+        places, _ = geometry(max(side, 2))
+        (fr, fc), (tr, tc) = places[f], places[t]
+        jumps.append((f, places.index(((fr + tr) // 2, (fc + tc) // 2)), t))
+    return tuple(jumps)
+
+
+def _picture(side: int, board: int) -> list[str]:
+    places, _ = geometry(side)
+    rows = [[] for _ in range(side)]
+    for i, (r, _) in enumerate(places):
+        rows[r].append("x" if board >> i & 1 else ".")
+    return [" " * (side - 1 - r) + " ".join(row) for r, row in enumerate(rows)]
+
+
+def render(p: Params, solution: Solution) -> str:
+    """The board ('x' a peg, '.' a hole) at the start and after every move."""
+    board = ((1 << holes(p.side)) - 1) ^ (1 << (p.start - 1))
+    blocks = [[f"start, hole {p.start} empty", *_picture(p.side, board)]]
+    move: list[Jump] = []
+    for i, (f, o, t) in enumerate(solution):
+        board ^= 1 << f | 1 << o | 1 << t
+        move.append((f, o, t))
+        if i + 1 == len(solution) or solution[i + 1][0] != t:
+            path = "-".join([str(move[0][0] + 1)] + [str(j[2] + 1) for j in move])
+            blocks.append([f"move {len(blocks)}: {path}", *_picture(p.side, board)])
+            move = []
+    return "\n\n".join("\n".join(block) for block in blocks)

@@ -1,0 +1,272 @@
+"""The command line (typer): exit 0 ok, 2 bad input (nothing written), 1 failure.
+
+    puzzlesweep solve FAMILY key=value ... [--solver S] [--time-limit S] [--json]
+    puzzlesweep run SPEC.toml [--catalog DIR] [--address tcp://HOST:PORT] [--workers N]
+    puzzlesweep catalog query "SQL over results" [--catalog DIR] [--format table|csv|json]
+    puzzlesweep catalog summary [--catalog DIR]
+
+Parameter values on the command line are integers (`k=5`), words (`piece=knight`) or
+comma-separated integer lists (`dims=6,7,6`, `counts=14,13`).
+"""
+
+import csv
+import json
+import os
+import re
+import sys
+from datetime import datetime
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from puzzlesweep import catalog as store
+from puzzlesweep.core import BadInput
+
+app = typer.Typer(
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    help="Batch experiments on combinatorial puzzles: solve, sweep, query.",
+)
+catalog_app = typer.Typer(no_args_is_help=True, help="Query the Parquet result catalog.")
+app.add_typer(catalog_app, name="catalog")
+out = Console()
+err = Console(stderr=True)
+
+CatalogOption = Annotated[
+    str | None,
+    typer.Option(
+        "--catalog", help="Catalog directory [default: $PUZZLESWEEP_CATALOG or ./results]"
+    ),
+]
+INTEGER = re.compile(r"^-?\d+$")
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print `error: message` on stderr; the caller raises the returned Exit(code)."""
+    err.print(f"[red]error:[/red] {message}", highlight=False, markup=True, soft_wrap=True)
+    return typer.Exit(code)
+
+
+def parse_assignments(items: list[str]) -> dict[str, Any]:
+    """`key=value` words → dict; values are ints, comma-separated int lists, or words.
+    Raises BadInput naming a malformed or repeated item."""
+    params: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise BadInput(f"parameter {item!r} is not of the form key=value")
+        if key in params:
+            raise BadInput(f"parameter {key!r} is given twice")
+        if "," in value:
+            parts = value.split(",")
+            if not all(INTEGER.match(p.strip()) for p in parts):
+                raise BadInput(f"parameter {key}: {value!r} is not a list of integers")
+            params[key] = [int(p) for p in parts]
+        else:
+            params[key] = int(value) if INTEGER.match(value) else value
+    return params
+
+
+@app.command()
+def solve(
+    family: Annotated[
+        str, typer.Argument(help="monochromatic_lines | no_k_in_row | domination | peg_solitaire")
+    ],
+    params: Annotated[list[str] | None, typer.Argument(help="key=value parameters")] = None,
+    solver: Annotated[
+        str | None, typer.Option(help="highs | backtrack [default: the family's]")
+    ] = None,
+    time_limit: Annotated[float, typer.Option(help="Seconds for this instance")] = 60.0,
+    node_limit: Annotated[int | None, typer.Option(help="Nodes for this instance")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
+) -> None:
+    """Solve one instance, verify its solution and print it."""
+    from puzzlesweep import puzzles
+    from puzzlesweep.core import Instance, make_params
+    from puzzlesweep.solve import check_solver, solve_instance
+    from puzzlesweep.solvers import Limits
+
+    try:
+        module = puzzles.get(family)
+        instance = Instance(family, make_params(module.Params, parse_assignments(params or [])))
+        chosen = check_solver(family, solver)
+        limits = Limits(time_limit, node_limit)
+    except (BadInput, ValueError) as exc:
+        raise fail(f"{family}: {exc}") from None
+    row = solve_instance(instance, chosen, limits)
+    if as_json:
+        keys = ["family", "params", "instance_key", "solver", "status", "objective", "bound"]
+        keys += ["verified", "solve_seconds", "solution"]
+        print(json.dumps({k: row[k] for k in keys}))
+    else:
+        shown = " ".join(f"{k}={_text(v)}" for k, v in row["params"].items())
+        out.print(f"{family} {shown}", highlight=False)
+        out.print(
+            f"status {row['status']}  objective {_text(row['objective'])}  "
+            f"bound {_text(row['bound'])}  verified {row['verified']}  "
+            f"{row['solve_seconds']:.2f} s  {row['nodes']} nodes",
+            highlight=False,
+        )
+        if row["error"]:
+            out.print(f"error: {row['error']}", highlight=False)
+        if row["solution"] is not None:
+            out.print(
+                module.render(instance.params, module.decode(row["solution"])), highlight=False
+            )
+    if row["status"] == "error" or row["verified"] is False:
+        raise typer.Exit(1)
+
+
+def _text(value: Any) -> str:
+    """A cell as people read it: integers without '.0', lists comma-joined, None as '-'."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else f"{value:.4g}"
+    if isinstance(value, list | tuple):
+        return ",".join(map(_text, value))
+    if isinstance(value, datetime):
+        return value.isoformat(timespec="seconds")
+    return str(value)
+
+
+def _summary_table(catalog_path: str, plan) -> Table:
+    """The latest result of every instance of `plan`, read back from the catalog."""
+    from puzzlesweep import puzzles
+
+    wanted = {job.done_key: job for job in plan.jobs}
+    rows = [
+        r
+        for r in store.latest(catalog_path, plan.name)
+        if (r["instance_key"], r["solver"], r["time_limit"], r["node_limit"]) in wanted
+    ]
+    order = {key: i for i, key in enumerate(wanted)}
+    rows.sort(
+        key=lambda r: order[(r["instance_key"], r["solver"], r["time_limit"], r["node_limit"])]
+    )
+    table = Table(
+        title=f"sweep {plan.name}: {len(rows)} of {len(wanted)} instances in {catalog_path}"
+    )
+    for name in (
+        "family",
+        "parameters",
+        "solver",
+        "status",
+        "objective",
+        "bound",
+        "gap",
+        "verified",
+        "seconds",
+    ):
+        table.add_column(
+            name, justify="right" if name in ("objective", "bound", "gap", "seconds") else "left"
+        )
+    for r in rows:
+        fields = puzzles.get(r["family"]).Params.model_fields
+        shown = " ".join(f"{k}={_text(r[k])}" for k in fields)
+        table.add_row(
+            r["family"],
+            shown,
+            r["solver"],
+            r["status"],
+            _text(r["objective"]),
+            _text(r["bound"]),
+            _text(r["gap"]),
+            _text(r["verified"]),
+            f"{r['solve_seconds']:.2f}",
+        )
+    return table
+
+
+@app.command()
+def run(
+    spec: Annotated[str, typer.Argument(help="Sweep spec (TOML)")],
+    catalog: CatalogOption = None,
+    address: Annotated[str | None, typer.Option(help="Dask scheduler, tcp://HOST:PORT")] = None,
+    workers: Annotated[
+        int, typer.Option(min=1, help="Local Dask worker processes")
+    ] = os.cpu_count() or 2,
+    batch_size: Annotated[
+        int | None, typer.Option(min=1, help="Instances per task [default: auto]")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option(help="Re-solve instances the catalog already holds")
+    ] = False,
+) -> None:
+    """Run a sweep on Dask under Prefect and print its results from the catalog."""
+    from puzzlesweep.flows.spec import load
+
+    catalog_path = catalog or store.default_catalog()
+    try:
+        plan = load(spec)  # validate everything before any work starts
+    except BadInput as exc:
+        raise fail(str(exc)) from None
+    if os.path.exists(catalog_path) and not os.path.isdir(catalog_path):
+        raise fail(f"catalog {catalog_path} exists and is not a directory")
+    from puzzlesweep.flows.sweep import run_sweep
+
+    err.print(f"sweep {plan.name}: {len(plan.jobs)} instances from {spec} into {catalog_path}")
+    report = run_sweep(spec, catalog_path, address, workers, batch_size, force)
+    err.print(
+        f"run {report['run_id']}: solved {report['solved']} in {report['batches']} batches, "
+        f"skipped {report['skipped']} already in the catalog, {report['seconds']:.1f} s",
+        highlight=False,
+    )
+    if store.files(catalog_path):
+        out.print(_summary_table(catalog_path, plan))
+    failed = report["counts"].get("error", 0)
+    if failed:
+        raise fail(f"{failed} instances ended in error; see the catalog's error column", 1)
+
+
+@catalog_app.command("query")
+def catalog_query(
+    sql: Annotated[str, typer.Argument(help="SQL over the view `results`")],
+    catalog: CatalogOption = None,
+    fmt: Annotated[str, typer.Option("--format", help="table | csv | json")] = "table",
+) -> None:
+    """Run SQL over the catalog's `results` view (DuckDB)."""
+
+    if fmt not in ("table", "csv", "json"):
+        raise fail(f"--format must be table, csv or json, not {fmt!r}")
+    try:
+        columns, rows = store.query(catalog or store.default_catalog(), sql)
+    except BadInput as exc:
+        raise fail(str(exc)) from None
+    if fmt == "csv":
+        writer = csv.writer(sys.stdout)
+        writer.writerow(columns)
+        writer.writerows(rows)
+    elif fmt == "json":
+        records = [dict(zip(columns, row, strict=True)) for row in rows]
+        print(json.dumps(records, default=str))
+    else:
+        table = Table(*columns)
+        for row in rows:
+            table.add_row(*map(_text, row))
+        out.print(table)
+
+
+@catalog_app.command("summary")
+def catalog_summary(catalog: CatalogOption = None) -> None:
+    """Counts by run, family and status."""
+    catalog_query(
+        "SELECT run_id, sweep, family, status, count(*) AS instances, "
+        "sum(CASE WHEN verified THEN 1 ELSE 0 END) AS verified, "
+        "round(sum(solve_seconds), 2) AS solve_seconds FROM results "
+        "GROUP BY ALL ORDER BY run_id, family, status",
+        catalog,
+        "table",
+    )
+
+
+def main() -> None:
+    """Entry point of the `puzzlesweep` script."""
+    try:
+        app()
+    except BadInput as exc:
+        err.print(f"error: {exc}", highlight=False, markup=False)
+        sys.exit(2)

@@ -1,0 +1,76 @@
+"""The core types every layer shares: parameters, instances and their stable keys.
+
+An instance is a family name plus validated parameters (a frozen pydantic model, one
+class per family). Its `instance_key` is the first 16 hex digits of the SHA-256 of the
+canonical JSON of {"family": name, "params": params} with sorted keys, so it is the same
+on every machine and Python version.
+"""
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+
+class Params(BaseModel):
+    """Base of every family's parameter model: frozen, unknown keys refused.
+
+    Field names become catalog columns, so none may reuse a common result column's name
+    (see `puzzlesweep.catalog.COMMON_COLUMNS`).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class BadInput(ValueError):
+    """Input that names what is wrong and where; the CLI exits 2 on it, writing nothing."""
+
+
+class InvalidSolution(ValueError):
+    """A solution that breaks the family's rules (raised by a family's `verify`)."""
+
+
+def instance_key(family: str, params: Params) -> str:
+    """The stable 16-hex-digit key of (family, params); see the module docstring."""
+    canonical = json.dumps(
+        {"family": family, "params": params.model_dump(mode="json")},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One puzzle instance: a family name and its validated parameters (a handle that
+    workers rebuild models from; small enough to send anywhere)."""
+
+    family: str
+    params: Params
+
+    @property
+    def key(self) -> str:
+        """The stable instance key (see `instance_key`)."""
+        return instance_key(self.family, self.params)
+
+
+def validation_message(error: ValidationError) -> str:
+    """One clause per pydantic error, each naming the parameter: `key: message (got X)`."""
+    clauses = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"]) or "parameters"
+        clause = f"{where}: {item['msg'].removeprefix('Value error, ')}"
+        if item["type"] != "missing" and not isinstance(item.get("input"), dict):
+            clause += f" (got {item.get('input')!r})"
+        clauses.append(clause)
+    return "; ".join(clauses)
+
+
+def make_params(model: type[Params], raw: dict[str, Any]) -> Params:
+    """Validate `raw` into `model`; raises BadInput naming each wrong parameter."""
+    try:
+        return model.model_validate(raw)
+    except ValidationError as error:
+        raise BadInput(validation_message(error)) from None

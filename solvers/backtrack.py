@@ -1,0 +1,168 @@
+"""Generic search engines under the same limits and result fields as the MIP solver.
+
+A `SearchProblem` is a root state, a function giving each state's children as
+(move, child, cost) triples, a goal test and a key function. The key maps a state to
+its canonical form (for example the least of its images under a board's symmetries), so a
+position proven dead, or already reached more cheaply, is pruned together with all its
+symmetric images, as in the seed `003_f55d0c0b3991d583.txt`.
+
+Two engines, chosen by `SearchProblem.minimise`:
+- depth-first backtracking (`minimise=False`): the first goal found; a goal answers a
+  yes/no question, so the result is `optimal` with objective `goal_objective`, or
+  `infeasible` after the whole space is refuted.
+- uniform-cost search (`minimise=True`, Dijkstra over non-negative move costs): the
+  cheapest path to any goal, `optimal` once it is popped; the cost of the last popped
+  state is a valid dual bound when a limit stops the search first.
+"""
+
+import heapq
+import itertools
+import time
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from . import Limits, SolverResult, relative_gap
+
+VERSION = "puzzlesweep-backtrack-1"
+
+State = Hashable
+Move = Any
+
+
+@dataclass(frozen=True)
+class SearchProblem:
+    """A search the engines can run without knowing what the states mean.
+
+    root: the start state. children(state): iterable of (move, child_state, cost) with
+    cost >= 0 (a count). is_goal(state): bool. key(state): a hashable canonical form;
+    states with the same key must have the same future (same goal reachability, same
+    cheapest remaining cost). minimise: False for the first goal, True for the cheapest.
+    goal_objective: the objective reported for a goal found when minimise is False.
+    """
+
+    root: State
+    children: Callable[[State], Iterable[tuple[Move, State, float]]]
+    is_goal: Callable[[State], bool]
+    key: Callable[[State], Hashable] = lambda state: state
+    minimise: bool = False
+    goal_objective: float = 0.0
+
+
+class _LimitReached(Exception):
+    def __init__(self, status: str):
+        self.status = status
+
+
+class _Budget:
+    """Counts expanded nodes and checks the clock every 256 of them."""
+
+    def __init__(self, limits: Limits):
+        self.nodes = 0
+        self.node_limit = limits.node_limit
+        self.deadline = time.perf_counter() + limits.time_limit
+
+    def tick(self) -> None:
+        self.nodes += 1
+        if self.node_limit is not None and self.nodes > self.node_limit:
+            raise _LimitReached("node_limit")
+        if self.nodes % 256 == 0 and time.perf_counter() > self.deadline:
+            raise _LimitReached("time_limit")
+
+
+def _depth_first(problem: SearchProblem, budget: _Budget) -> list[Move] | None:
+    """The moves of the first goal path found, or None when none exists."""
+    dead: set[Hashable] = set()
+    path: list[Move] = []
+    stack = [iter(((None, problem.root, 0),))]
+    while stack:
+        step = next(stack[-1], None)
+        if step is None:  # every child of this state failed: it is dead
+            stack.pop()
+            if path:
+                path.pop()
+            continue
+        move, state, _ = step
+        key = problem.key(state)
+        if key in dead:
+            continue
+        budget.tick()
+        if move is not None:
+            path.append(move)
+        if problem.is_goal(state):
+            return path
+        dead.add(key)  # marked on entry: a state is never re-entered on one path
+        stack.append(iter(problem.children(state)))
+    return None
+
+
+def _uniform_cost(problem: SearchProblem, budget: _Budget) -> tuple[list[Move] | None, float]:
+    """(moves of a cheapest goal path or None, cost). Raises _LimitReached with the bound."""
+    root_key = problem.key(problem.root)
+    best = {root_key: 0.0}
+    parent: dict[Hashable, tuple[Hashable, Move] | None] = {root_key: None}
+    representative = {root_key: problem.root}
+    tie = itertools.count()
+    frontier = [(0.0, next(tie), root_key)]
+    done: set[Hashable] = set()
+    bound = 0.0
+    while frontier:
+        cost, _, key = heapq.heappop(frontier)
+        if key in done:
+            continue
+        done.add(key)
+        bound = cost
+        state = representative[key]
+        try:
+            budget.tick()
+        except _LimitReached as stop:
+            stop.bound = bound
+            raise
+        if problem.is_goal(state):
+            moves = []
+            while parent[key] is not None:
+                key, move = parent[key]
+                moves.append(move)
+            return moves[::-1], cost
+        for move, child, step_cost in problem.children(state):
+            child_key = problem.key(child)
+            new_cost = cost + step_cost
+            if child_key not in done and new_cost < best.get(child_key, float("inf")):
+                best[child_key] = new_cost
+                parent[child_key] = (key, move)
+                representative[child_key] = child
+                heapq.heappush(frontier, (new_cost, next(tie), child_key))
+    return None, bound
+
+
+def solve(problem: SearchProblem, limits: Limits) -> SolverResult:
+    """Run the engine `problem.minimise` selects under `limits`; never raises.
+
+    Returns status optimal | infeasible | time_limit | node_limit | error, the moves of the
+    goal path as `solution`, the objective (path cost, or `goal_objective`), the dual bound
+    (equal to the objective when optimal), expanded nodes and wall-clock seconds.
+    """
+    budget = _Budget(limits)
+    started = time.perf_counter()
+    result = SolverResult(status="error", solver="backtrack", solver_version=VERSION)
+    try:
+        if problem.minimise:
+            moves, cost = _uniform_cost(problem, budget)
+        else:
+            moves = _depth_first(problem, budget)
+            cost = problem.goal_objective
+        if moves is None:
+            result.status = "infeasible"
+        else:
+            result.status, result.solution = "optimal", moves
+            result.objective = result.bound = float(cost)
+            result.gap = 0.0
+    except _LimitReached as stop:
+        result.status = stop.status
+        result.bound = getattr(stop, "bound", None) if problem.minimise else None
+    except Exception as exc:  # a crashing search becomes an error row, not a lost batch
+        result.status, result.message = "error", f"{type(exc).__name__}: {exc}"
+    result.gap = relative_gap(result.objective, result.bound)
+    result.nodes = budget.nodes
+    result.seconds = time.perf_counter() - started
+    return result

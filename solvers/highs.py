@@ -1,0 +1,171 @@
+"""A generic sparse-MIP adapter over HiGHS (highspy).
+
+A `MipModel` is plain arrays: minimise c·x + offset subject to row_lower <= A x <= row_upper
+and lower <= x <= upper, with x integral where `integrality` says so; A is given row-wise
+(CSR). `solve(model, limits)` returns a `SolverResult`. HiGHS runs with one thread and its
+output switched off; a limit hit before the root node leaves objective, bound and gap
+infinite in HiGHS, which are returned as None (DESIGN.md, measured facts).
+"""
+
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from importlib.metadata import version
+
+import highspy
+import numpy as np
+
+from . import Limits, SolverResult, relative_gap
+
+VERSION = version("highspy")
+
+
+def _construct_silently() -> None:
+    """HiGHS prints its banner on stdout (file descriptor 1) when the first `Highs` of a
+    process is built, before any option can switch output off; that would corrupt the
+    CLI's `--json` output. Build that first instance with fd 1 pointed at /dev/null."""
+    sys.stdout.flush()
+    saved, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+
+
+_construct_silently()
+
+
+@dataclass
+class MipModel:
+    """A minimisation MIP in CSR form.
+
+    Shapes: costs, lower, upper, integral have one entry per column (n); row_start has
+    m + 1 entries, col_index and values one per non-zero; row_lower and row_upper one per
+    row (m). Use math.inf for a missing bound. `offset` is added to the objective.
+    `start` is an optional full incumbent (n values) handed to HiGHS as a warm start.
+    """
+
+    costs: list[float]
+    lower: list[float]
+    upper: list[float]
+    integral: list[bool]
+    row_start: list[int] = field(default_factory=lambda: [0])
+    col_index: list[int] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+    row_lower: list[float] = field(default_factory=list)
+    row_upper: list[float] = field(default_factory=list)
+    offset: float = 0.0
+    start: list[float] | None = None
+
+    @property
+    def num_cols(self) -> int:
+        """Number of columns (variables)."""
+        return len(self.costs)
+
+    @property
+    def num_rows(self) -> int:
+        """Number of rows (constraints)."""
+        return len(self.row_lower)
+
+    def add_row(self, cols: list[int], coefs: list[float], lo: float, hi: float) -> None:
+        """Append the row lo <= sum(coefs[i] * x[cols[i]]) <= hi."""
+        self.col_index.extend(cols)
+        self.values.extend(coefs)
+        self.row_start.append(len(self.col_index))
+        self.row_lower.append(lo)
+        self.row_upper.append(hi)
+
+    def add_columns(self, count: int, cost: float, lo: float, hi: float, integral: bool) -> int:
+        """Append `count` identical columns; returns the index of the first."""
+        first = len(self.costs)
+        self.costs.extend([cost] * count)
+        self.lower.extend([lo] * count)
+        self.upper.extend([hi] * count)
+        self.integral.extend([integral] * count)
+        return first
+
+
+_STATUS = {
+    highspy.HighsModelStatus.kOptimal: "optimal",
+    highspy.HighsModelStatus.kInfeasible: "infeasible",
+    highspy.HighsModelStatus.kTimeLimit: "time_limit",
+    highspy.HighsModelStatus.kSolutionLimit: "node_limit",
+    highspy.HighsModelStatus.kIterationLimit: "node_limit",
+    highspy.HighsModelStatus.kInterrupt: "time_limit",
+}
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if math.isfinite(value) and abs(value) < 1e30 else None
+
+
+def solve(model: MipModel, limits: Limits) -> SolverResult:
+    """Solve `model` with HiGHS under `limits`; never raises for a solver failure.
+
+    Returns status optimal | infeasible | time_limit | node_limit | error, the incumbent's
+    objective and its column values (list of n floats), the dual bound, the gap, the
+    branch-and-bound node count and the wall-clock seconds.
+    """
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", limits.threads)
+    h.setOptionValue("time_limit", float(limits.time_limit))
+    h.setOptionValue("mip_rel_gap", 0.0)
+    if limits.node_limit is not None:
+        h.setOptionValue("mip_max_nodes", int(limits.node_limit))
+    lp = highspy.HighsLp()
+    lp.num_col_ = model.num_cols
+    lp.num_row_ = model.num_rows
+    lp.col_cost_ = np.asarray(model.costs, dtype=float)
+    lp.col_lower_ = np.asarray(model.lower, dtype=float)
+    lp.col_upper_ = np.asarray(model.upper, dtype=float)
+    lp.row_lower_ = np.asarray(model.row_lower, dtype=float)
+    lp.row_upper_ = np.asarray(model.row_upper, dtype=float)
+    lp.offset_ = float(model.offset)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.start_ = np.asarray(model.row_start, dtype=np.int32)
+    lp.a_matrix_.index_ = np.asarray(model.col_index, dtype=np.int32)
+    lp.a_matrix_.value_ = np.asarray(model.values, dtype=float)
+    lp.integrality_ = [
+        highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
+        for i in model.integral
+    ]
+    started = time.perf_counter()
+    h.passModel(lp)
+    if model.start is not None:
+        sol = highspy.HighsSolution()
+        sol.col_value = list(map(float, model.start))
+        h.setSolution(sol)
+    h.run()
+    seconds = time.perf_counter() - started
+    model_status = h.getModelStatus()
+    info = h.getInfo()
+    status = _STATUS.get(model_status, "error")
+    has_incumbent = info.primal_solution_status == 2  # kSolutionStatusFeasible
+    objective = _finite(info.objective_function_value) if has_incumbent else None
+    bound = _finite(info.mip_dual_bound)
+    if status == "optimal":
+        bound = objective if bound is None else bound
+    if status == "infeasible":
+        objective = bound = None
+    solution = list(h.getSolution().col_value) if has_incumbent else None
+    message = (
+        None if status != "error" else f"HiGHS model status {h.modelStatusToString(model_status)}"
+    )
+    return SolverResult(
+        status=status,
+        objective=objective,
+        bound=bound,
+        gap=relative_gap(objective, bound),
+        nodes=int(info.mip_node_count) if info.mip_node_count >= 0 else 0,
+        seconds=seconds,
+        solution=solution,
+        message=message,
+        solver="highs",
+        solver_version=VERSION,
+    )
