@@ -31,12 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from puzzlesweep.solvers import Limits
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from puzzlesweep import puzzles
 from puzzlesweep.core import BadInput, Instance, make_params, validation_message
 from puzzlesweep.solve import check_solver
+from puzzlesweep.solvers import Limits
 
 RANGE = re.compile(r"^\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*$")
 

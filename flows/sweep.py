@@ -22,11 +22,11 @@ from uuid import uuid4
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
-from puzzlesweep.flows.spec import Job, load
-from puzzlesweep.solvers import Limits
 
 from puzzlesweep import __version__, catalog, puzzles
+from puzzlesweep.flows.spec import Job, load
 from puzzlesweep.solve import solve_instance
+from puzzlesweep.solvers import Limits
 
 MAX_BATCH = 50  # instances per batch, at most (a task costs ~0.2 s of Prefect overhead)
 

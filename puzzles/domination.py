@@ -22,11 +22,11 @@ Roads not taken: symmetry breaking over the board's 8 (square) or 4 symmetries (
 from functools import lru_cache
 from typing import Literal
 
-from puzzlesweep.solvers.highs import MipModel
 from pydantic import field_validator
 
 from puzzlesweep.core import InvalidSolution
 from puzzlesweep.core import Params as _Params
+from puzzlesweep.solvers.highs import MipModel
 
 NAME = "domination"
 SOLVERS = ("highs",)

@@ -23,11 +23,11 @@ import itertools
 import math
 from functools import lru_cache
 
-from puzzlesweep.solvers.highs import MipModel
 from pydantic import field_validator, model_validator
 
 from puzzlesweep.core import InvalidSolution
 from puzzlesweep.core import Params as _Params
+from puzzlesweep.solvers.highs import MipModel
 
 NAME = "monochromatic_lines"
 SOLVERS = ("highs",)

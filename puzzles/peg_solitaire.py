@@ -29,11 +29,11 @@ jump generation by shifts and a transposition table with move ordering (issue 6)
 from functools import lru_cache
 from typing import Literal
 
-from puzzlesweep.solvers.backtrack import SearchProblem
 from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from puzzlesweep.core import InvalidSolution
 from puzzlesweep.core import Params as _Params
+from puzzlesweep.solvers.backtrack import SearchProblem
 
 NAME = "peg_solitaire"
 SOLVERS = ("backtrack",)

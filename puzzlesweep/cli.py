@@ -270,3 +270,7 @@ def main() -> None:
     except BadInput as exc:
         err.print(f"error: {exc}", highlight=False, markup=False)
         sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+"""Every family against the values of ../shared/PUZZLES.md and published sources,
+through the Python API, plus the contract every family module keeps."""
+
+import pytest
+
+from puzzlesweep import puzzles
+from puzzlesweep.core import BadInput, Instance, InvalidSolution, make_params
+from puzzlesweep.puzzles import domination, monochromatic_lines, no_k_in_row, peg_solitaire
+from puzzlesweep.solve import solve_instance
+from puzzlesweep.solvers import Limits
+
+
+def solve(family: str, **raw) -> dict:
+    module = puzzles.get(family)
+    instance = Instance(family, make_params(module.Params, raw))
+    return solve_instance(instance, module.SOLVERS[0], Limits(60))
+
+
+# --- contract: every family module has the same shape -------------------------------
+@pytest.mark.parametrize("name", puzzles.FAMILIES)
+def test_family_contract(name):
+    module = puzzles.get(name)
+    assert module.NAME == name
+    for attribute in ("Params", "expand", "verify", "encode", "decode", "render", "SOLVERS"):
+        assert hasattr(module, attribute), attribute
+    if "highs" in module.SOLVERS:
+        assert hasattr(module, "model") and hasattr(module, "from_mip")
+    if "backtrack" in module.SOLVERS:
+        assert hasattr(module, "search")
+    assert module.__doc__ and "Roads not taken" in module.__doc__
+
+
+# --- rule tables ------------------------------------------------------------------
+def test_line_counts():
+    # PUZZLES.md: ((n+2)^d - n^d)/2 lines: 8 for 3^2, 49 for 3^3, 76 for 4^3.
+    assert [len(monochromatic_lines.lines(n, d)) for n, d in [(3, 2), (3, 3), (4, 3)]] == [
+        8,
+        49,
+        76,
+    ]
+
+
+def test_window_counts():
+    # Seed 001: 13x17 has 556 windows of 5, 6x7x6 has 524; (3^D - 1)/2 directions.
+    assert len(no_k_in_row.windows((13, 17), 5)) == 556
+    assert len(no_k_in_row.windows((6, 7, 6), 5)) == 524
+    assert [len(no_k_in_row.directions(d)) for d in (1, 2, 3, 4)] == [1, 4, 13, 40]
+
+
+def test_peg_board_tables():
+    # Seed 003: T_5 has 15 holes and 36 jump rules; the triangle has 6 symmetries.
+    places, jumps = peg_solitaire.geometry(5)
+    assert len(places) == 15 and len(jumps) == 36
+    perms = peg_solitaire.symmetries(5)
+    assert len(set(perms)) == 6
+    corners = {0, 10, 14}
+    assert all({g[c] for c in corners} == corners for g in perms)
+    jump_set = set(jumps)
+    assert all((g[f], g[o], g[t]) in jump_set for g in perms for f, o, t in jumps)
+
+
+# --- known optima -----------------------------------------------------------------
+def test_monochromatic_lines_seed_and_known():
+    # Seed 000: 3^3 with 14 and 13 balls -> 4 lines. PUZZLES.md: 3^2 (5, 4) -> 0 and
+    # 4^3 (32, 32) -> 0.
+    assert solve("monochromatic_lines", n=3, d=3, counts=[14, 13])["objective"] == 4
+    assert solve("monochromatic_lines", n=3, d=2, counts=[5, 4])["objective"] == 0
+    assert solve("monochromatic_lines", n=4, d=3, counts=[32, 32])["objective"] == 0
+
+
+def test_no_three_in_row_matches_a181018():
+    # OEIS A181018 (most stones kept, no 3 in a row, n x n): 1, 4, 6, 9, 16, 20, 26, 36;
+    # removals are n^2 minus that. n = 1, 2 are refused (k = 3 exceeds every side).
+    removed = [solve("no_k_in_row", dims=[n, n], k=3) for n in range(3, 9)]
+    assert [r["objective"] for r in removed] == [3, 7, 9, 16, 23, 28]
+    assert all(r["status"] == "optimal" and r["verified"] for r in removed)
+
+
+def test_subbox_optima_reprove():
+    # The sub-box cuts' values (no_k_in_row.SUBBOX_OPTIMA), re-proven by the model with
+    # only cuts of strictly smaller boxes; 5x5x7 -> 40 is re-proven in the slow tests.
+    assert no_k_in_row.subbox_cuts((5, 5, 5), 5) == []
+    for dims, value in [([5, 5, 5], 28), ([5, 6, 5], 34)]:
+        row = solve("no_k_in_row", dims=dims, k=5)
+        assert (row["status"], row["objective"]) == ("optimal", value)
+
+
+@pytest.mark.slow
+def test_subbox_optimum_5x5x7_reproves():
+    row = solve("no_k_in_row", dims=[5, 7, 5], k=5)
+    assert (row["status"], row["objective"]) == ("optimal", 40)
+
+
+def test_knight_domination_matches_a006075():
+    # OEIS A006075 (knights dominating n x n), n = 1..10: 1, 4, 4, 4, 5, 8, 10, 12, 14, 16.
+    values = [
+        solve("domination", piece="knight", rows=n, cols=n)["objective"] for n in range(1, 11)
+    ]
+    assert values == [1, 4, 4, 4, 5, 8, 10, 12, 14, 16]
+
+
+def test_other_pieces_and_variants():
+    # Classical values on 8x8: queens 5, kings 9, rooks 8, bishops 8 (Watkins, "Across the
+    # Board", 2004); independent queens on 8x8 also 5. A 1x1 board has no total dominating
+    # set (the lone square has no attacker).
+    assert solve("domination", piece="queen", rows=8, cols=8)["objective"] == 5
+    assert solve("domination", piece="king", rows=8, cols=8)["objective"] == 9
+    assert solve("domination", piece="rook", rows=8, cols=8)["objective"] == 8
+    assert solve("domination", piece="bishop", rows=8, cols=8)["objective"] == 8
+    assert (
+        solve("domination", piece="queen", rows=8, cols=8, variant="independent")["objective"] == 5
+    )
+    assert (
+        solve("domination", piece="knight", rows=1, cols=1, variant="total")["status"]
+        == "infeasible"
+    )
+
+
+def test_peg_solitaire_fewest_moves_matches_a127500():
+    # OEIS A127500: fewest moves over all one-vacancy starts and all finishes, T_4 -> 5,
+    # T_5 -> 9.
+    for side, expected in [(4, 5), (5, 9)]:
+        results = [
+            solve("peg_solitaire", side=side, start=s, objective="min_moves")
+            for s in range(1, peg_solitaire.holes(side) + 1)
+        ]
+        assert min(r["objective"] for r in results if r["objective"] is not None) == expected
+        assert all(r["verified"] for r in results if r["status"] == "optimal")
+
+
+def test_peg_solitaire_t5_every_start_solves():
+    # Seed 003: T_5 from any start hole, 13 jumps leave one peg.
+    for start in range(1, 16):
+        row = solve("peg_solitaire", side=5, start=start)
+        assert (row["status"], row["objective"], row["verified"]) == ("optimal", 1, True)
+        assert len(peg_solitaire.decode(row["solution"])) == 13
+
+
+def test_peg_solitaire_t5_finish_at_start():
+    # The seed's variant b: finish on the start hole. The three inner holes 5, 8, 9 cannot
+    # (found by exhaustive search here; the outer twelve can).
+    statuses = {
+        s: solve("peg_solitaire", side=5, start=s, finish="start")["status"] for s in range(1, 16)
+    }
+    assert {s for s, st in statuses.items() if st == "infeasible"} == {5, 8, 9}
+
+
+# --- verifiers reject broken solutions ---------------------------------------------
+def test_verifiers_reject_broken_solutions():
+    p = make_params(no_k_in_row.Params, {"dims": [6, 7], "k": 5})
+    with pytest.raises(InvalidSolution, match="in a row"):
+        no_k_in_row.verify(p, (0, 1, 2))
+    p = make_params(domination.Params, {"rows": 3, "cols": 3})
+    with pytest.raises(InvalidSolution, match="not covered"):
+        domination.verify(p, (0,))
+    p = make_params(monochromatic_lines.Params, {"n": 3, "d": 2, "counts": [5, 4]})
+    with pytest.raises(InvalidSolution, match="counts"):
+        monochromatic_lines.verify(p, (0,) * 9)
+    p = make_params(peg_solitaire.Params, {"side": 5, "start": 1})
+    with pytest.raises(InvalidSolution, match="not legal"):
+        peg_solitaire.verify(p, ((0, 1, 3),))
+
+
+@pytest.mark.parametrize(
+    "family, raw",
+    [
+        ("monochromatic_lines", {"n": 3, "d": 3, "counts": [14, 13]}),
+        ("no_k_in_row", {"dims": [6, 7], "k": 5}),
+        ("domination", {"rows": 8, "cols": 8}),
+        ("peg_solitaire", {"side": 5, "start": 4, "objective": "min_moves"}),
+    ],
+)
+def test_catalog_encoding_round_trips_and_reverifies(family, raw):
+    module = puzzles.get(family)
+    row = solve(family, **raw)
+    params = make_params(module.Params, raw)
+    assert module.encode(module.decode(row["solution"])) == row["solution"]
+    assert module.verify(params, module.decode(row["solution"])) == row["objective"]
+    assert module.render(params, module.decode(row["solution"]))
+
+
+# --- bad parameters name the parameter --------------------------------------------
+@pytest.mark.parametrize(
+    "family, raw, word",
+    [
+        ("monochromatic_lines", {"n": 3, "d": 3, "counts": [14, 12]}, "counts"),
+        ("no_k_in_row", {"dims": [6, 7], "k": 9}, "k = 9"),
+        ("domination", {"rows": 8, "cols": 8, "piece": "dragon"}, "piece"),
+        ("peg_solitaire", {"side": 5, "start": 16}, "start hole 16"),
+        ("peg_solitaire", {"side": 5, "start": 1, "colour": 2}, "colour"),
+    ],
+)
+def test_bad_parameters_are_named(family, raw, word):
+    with pytest.raises(BadInput, match=word):
+        make_params(puzzles.get(family).Params, raw)
+
+
+def test_instance_keys_are_stable():
+    # The key is a hash of canonical JSON: the same on every machine and Python version.
+    params = make_params(no_k_in_row.Params, {"k": 5, "dims": [6, 7]})
+    assert Instance("no_k_in_row", params).key == Instance("no_k_in_row", params).key
+    assert len(Instance("no_k_in_row", params).key) == 16

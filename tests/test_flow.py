@@ -1,0 +1,106 @@
+"""A small sweep through the real Prefect flow on a real Dask LocalCluster, checked by
+DuckDB queries of the catalog it wrote."""
+
+from pathlib import Path
+
+import pytest
+
+from puzzlesweep import catalog
+from puzzlesweep.flows.sweep import run_sweep
+
+from .conftest import cli
+
+SMALL = """
+name = "small"
+[[study]]
+family = "domination"
+time_limit = 30
+[study.grid]
+piece = "knight"
+rows = "1..6"
+cols = "=rows"
+
+[[study]]
+family = "peg_solitaire"
+time_limit = 30
+[study.grid]
+side = 4
+start = "all"
+objective = "min_moves"
+"""
+
+
+@pytest.fixture
+def spec(tmp_path) -> Path:
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL)
+    return path
+
+
+def test_sweep_on_local_cluster_writes_a_queryable_catalog(prefect_api, spec, tmp_path):
+    results = tmp_path / "results"
+    report = run_sweep(str(spec), str(results), workers=2, batch_size=4)
+    assert (report["planned"], report["solved"], report["skipped"]) == (16, 16, 0)
+    assert report["batches"] == 2 + 3  # 6 boards in batches of 4, 10 starts in batches of 4
+
+    # OEIS A006075, knights n = 1..6: 1, 4, 4, 4, 5, 8.
+    _, rows = catalog.query(
+        results, "SELECT rows, objective FROM results WHERE family = 'domination' ORDER BY rows"
+    )
+    assert rows == [(1, 1.0), (2, 4.0), (3, 4.0), (4, 4.0), (5, 5.0), (6, 8.0)]
+    # OEIS A127500: T_4 -> 5 fewest moves; holes 1, 5, 7, 10 cannot reach one peg.
+    _, rows = catalog.query(
+        results,
+        "SELECT min(objective), count(*) FILTER (status = 'infeasible'), "
+        "count(*) FILTER (verified), count(DISTINCT worker) > 0 "
+        "FROM results WHERE family = 'peg_solitaire'",
+    )
+    assert rows == [(5.0, 4, 6, True)]
+    _, rows = catalog.query(
+        results, "SELECT count(*), count(DISTINCT run_id), min(schema_version) FROM results"
+    )
+    assert rows == [(16, 1, 1)]
+    files = catalog.files(results)
+    assert len(files) == 5 and all(f.parent.name.startswith("family=") for f in files)
+    assert not list(results.rglob("*.tmp"))
+
+    # A re-run finds everything in the catalog and solves nothing.
+    again = run_sweep(str(spec), str(results), workers=1)
+    assert (again["solved"], again["skipped"]) == (0, 16)
+    assert len(catalog.files(results)) == 5
+
+
+def test_cli_run_prints_the_summary_from_the_catalog(spec, tmp_path):
+    # The user's path: `puzzlesweep run` starts its own Prefect API and LocalCluster.
+    results = tmp_path / "cli-results"
+    done = cli("run", str(spec), "--catalog", str(results), "--workers", "2", timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "sweep small: 16 of 16 instances" in done.stdout
+    _, rows = catalog.query(results, "SELECT count(*), count(*) FILTER (verified) FROM results")
+    assert rows == [(16, 12)]
+    done = cli(
+        "catalog",
+        "query",
+        "SELECT rows, objective FROM results WHERE family = 'domination' ORDER BY rows",
+        "--catalog",
+        str(results),
+        "--format",
+        "csv",
+    )
+    assert done.stdout.splitlines() == [
+        "rows,objective",
+        "1,1.0",
+        "2,4.0",
+        "3,4.0",
+        "4,4.0",
+        "5,5.0",
+        "6,8.0",
+    ]
+
+
+def test_query_errors_are_named(tmp_path):
+    done = cli("catalog", "query", "SELECT 1 FROM results", "--catalog", str(tmp_path / "none"))
+    assert done.returncode == 2 and "does not exist" in done.stderr
+    (tmp_path / "empty").mkdir()
+    done = cli("catalog", "query", "SELECT 1 FROM results", "--catalog", str(tmp_path / "empty"))
+    assert done.returncode == 2 and "holds no results yet" in done.stderr

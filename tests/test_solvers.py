@@ -1,0 +1,105 @@
+"""The solvers on plain models, with no family involved."""
+
+import math
+
+from puzzlesweep.solvers import Limits, backtrack, highs
+
+
+def knapsack() -> highs.MipModel:
+    """min -(5a + 4b + 3c) s.t. 2a + 3b + c <= 5, 4a + b + 2c <= 11, 3a + 4b + 2c <= 8
+    (the constraints of Chvátal's first LP example, Linear Programming, 1983) over binaries:
+    all eight points checked by hand, the optimum is -9 at a = b = 1, c = 0."""
+    m = highs.MipModel([], [], [], [])
+    m.add_columns(3, 0.0, 0.0, 1.0, True)
+    m.costs[:] = [-5.0, -4.0, -3.0]
+    m.add_row([0, 1, 2], [2, 3, 1], -math.inf, 5)
+    m.add_row([0, 1, 2], [4, 1, 2], -math.inf, 11)
+    m.add_row([0, 1, 2], [3, 4, 2], -math.inf, 8)
+    return m
+
+
+def test_highs_proves_a_small_optimum():
+    result = highs.solve(knapsack(), Limits(10))
+    assert (result.status, result.objective, result.bound, result.gap) == ("optimal", -9, -9, 0)
+    assert [round(v) for v in result.solution] == [1, 1, 0]
+    assert result.solver == "highs" and result.solver_version.startswith("1.")
+
+
+def test_highs_reports_infeasible_without_numbers():
+    m = highs.MipModel([], [], [], [])
+    m.add_columns(2, 1.0, 0.0, 1.0, True)
+    m.add_row([0, 1], [1, 1], 3, math.inf)  # two binaries cannot sum to 3
+    result = highs.solve(m, Limits(10))
+    assert (result.status, result.objective, result.bound, result.solution) == (
+        "infeasible",
+        None,
+        None,
+        None,
+    )
+
+
+def test_highs_time_limit_keeps_incumbent_and_bound():
+    from puzzlesweep.puzzles import no_k_in_row
+
+    model = no_k_in_row.model(no_k_in_row.Params(dims=[6, 7, 6], k=5))
+    result = highs.solve(model, Limits(time_limit=3))
+    assert result.status == "time_limit"
+    # Seed 001: 64 removals found, LP bound 50.4 (every window sums to 1 at x = 0.2).
+    assert result.objective is not None and 54 <= result.objective <= 70
+    assert 50 <= result.bound <= result.objective
+    assert result.seconds < 3 + 1.0
+
+
+def diamond(minimise: bool) -> backtrack.SearchProblem:
+    """a -> b (cost 1) -> d (cost 1); a -> c (cost 0) -> d (cost 5); a -> e (dead end)."""
+    edges = {
+        "a": [("ab", "b", 1), ("ac", "c", 0), ("ae", "e", 0)],
+        "b": [("bd", "d", 1)],
+        "c": [("cd", "d", 5)],
+        "d": [],
+        "e": [],
+    }
+    return backtrack.SearchProblem(
+        root="a", children=lambda s: edges[s], is_goal=lambda s: s == "d", minimise=minimise
+    )
+
+
+def test_backtrack_depth_first_finds_a_path():
+    result = backtrack.solve(diamond(False), Limits(10))
+    assert result.status == "optimal" and result.solution == ["ab", "bd"]
+
+
+def test_backtrack_uniform_cost_finds_the_cheapest_path():
+    result = backtrack.solve(diamond(True), Limits(10))
+    assert (result.status, result.objective, result.solution) == ("optimal", 2, ["ab", "bd"])
+
+
+def test_backtrack_infeasible_and_node_limit():
+    dead = backtrack.SearchProblem(
+        root=0, children=lambda s: [(s + 1, s + 1, 1)] if s < 5 else [], is_goal=lambda s: False
+    )
+    assert backtrack.solve(dead, Limits(10)).status == "infeasible"
+    assert backtrack.solve(dead, Limits(10)).nodes == 6
+    endless = backtrack.SearchProblem(
+        root=0, children=lambda s: [(1, s + 1, 1)], is_goal=lambda s: False, minimise=True
+    )
+    result = backtrack.solve(endless, Limits(10, node_limit=100))
+    assert (result.status, result.nodes, result.bound) == ("node_limit", 101, 100)
+
+
+def test_backtrack_time_limit_is_held():
+    endless = backtrack.SearchProblem(
+        root=0, children=lambda s: [(1, s + 1, 0)], is_goal=lambda s: False
+    )
+    result = backtrack.solve(endless, Limits(0.5))
+    assert result.status == "time_limit" and 0.5 <= result.seconds < 1.0
+
+
+def test_a_crashing_search_is_an_error_result():
+    def broken(state):
+        raise RuntimeError("boom")
+
+    result = backtrack.solve(
+        backtrack.SearchProblem(root=0, children=broken, is_goal=lambda s: False), Limits(10)
+    )
+    assert result.status == "error" and "boom" in result.message

@@ -1,0 +1,108 @@
+"""The sweep spec: grid expansion and errors that name the file, the study and the key."""
+
+import pytest
+
+from puzzlesweep.core import BadInput
+from puzzlesweep.flows.spec import expand_grid, load, parse
+
+from .conftest import ROOT, cli
+
+
+def test_seeds_spec_expands_to_the_seed_instances():
+    sweep = load(ROOT / "sweeps" / "seeds.toml")
+    by_family = {}
+    for job in sweep.jobs:
+        by_family.setdefault(job.instance.family, []).append(job)
+    # 1 cube, 3 boxes, 1 board, 15 start holes x 2 finish rules.
+    assert {k: len(v) for k, v in by_family.items()} == {
+        "monochromatic_lines": 1,
+        "no_k_in_row": 3,
+        "domination": 1,
+        "peg_solitaire": 30,
+    }
+    assert [j.instance.params.dims for j in by_family["no_k_in_row"]] == [
+        [6, 7],
+        [13, 17],
+        [6, 7, 6],
+    ]
+    assert all(j.limits.time_limit == 60 for j in by_family["no_k_in_row"])
+
+
+def test_grid_ranges_ties_and_list_values():
+    points = expand_grid(
+        "domination", {"piece": ["knight", "king"], "rows": "1..3", "cols": "=rows"}
+    )
+    assert len(points) == 6 and all(p["rows"] == p["cols"] for p in points)
+    assert expand_grid("no_k_in_row", {"dims": [[6, 7], [13, 17]], "k": 5}) == [
+        {"dims": [6, 7], "k": 5},
+        {"dims": [13, 17], "k": 5},
+    ]
+    assert expand_grid("monochromatic_lines", {"n": 3, "d": 3, "counts": [14, 13]}) == [
+        {"n": 3, "d": 3, "counts": [14, 13]}
+    ]
+    starts = expand_grid("peg_solitaire", {"side": 5, "start": "all"})
+    assert [p["start"] for p in starts] == list(range(1, 16))
+
+
+def test_repeated_instances_are_planned_once():
+    text = (
+        'name = "twice"\n'
+        + '[[study]]\nfamily = "domination"\n[study.grid]\nrows = 3\ncols = 3\n' * 2
+    )
+    assert len(parse(text).jobs) == 1
+
+
+def spec(family: str, grid: str, head: str = "") -> str:
+    """A one-study spec named x."""
+    return f'name = "x"\n[[study]]\nfamily = "{family}"\n{head}[study.grid]\n{grid}\n'
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        (spec("sudoku", "n = 3"), ["study 1", "unknown family 'sudoku'"]),
+        (spec("domination", "rows = 3"), ["study 1 (domination)", "cols", "Field required"]),
+        (
+            spec("monochromatic_lines", "n = 3\nd = 3\ncounts = [14, 12]"),
+            ["study 1 (monochromatic_lines)", "counts must sum to n^d = 27"],
+        ),
+        (spec("domination", 'rows = "5..2"\ncols = 2'), ["rows: range '5..2' is empty"]),
+        (spec("domination", 'rows = 3\ncols = "=size"'), ["cols: tied to 'size'"]),
+        (spec("domination", "rows = 3\ncols = 3", "time_limit = -1\n"), ["time_limit"]),
+        (
+            spec("domination", "rows = 3\ncols = 3", 'solver = "backtrack"\n'),
+            ["supports solver highs"],
+        ),
+        ('[[study]]\nfamily = "domination"\n', ["name: Field required"]),
+        ('name = "x"\n[[study]\n', ["invalid TOML"]),
+    ],
+)
+def test_invalid_specs_name_the_problem(text, words):
+    with pytest.raises(BadInput) as error:
+        parse(text, "bad.toml")
+    assert str(error.value).startswith("bad.toml: ")
+    for word in words:
+        assert word in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "body, word",
+    [
+        (spec("sudoku", "n = 3"), "unknown family 'sudoku'"),
+        (spec("domination", "rows = 3"), "cols: Field required"),
+        (spec("monochromatic_lines", "n = 3\nd = 3\ncounts = [14, 12]"), "counts must sum"),
+    ],
+)
+def test_run_with_an_invalid_spec_exits_2_and_writes_nothing(tmp_path, body, word):
+    path = tmp_path / "bad.toml"
+    path.write_text(body)
+    catalog = tmp_path / "catalog"
+    done = cli("run", str(path), "--catalog", str(catalog), timeout=120)
+    assert done.returncode == 2
+    assert "bad.toml: study 1" in done.stderr and word in done.stderr
+    assert not catalog.exists()
+
+
+def test_run_with_a_missing_spec_exits_2(tmp_path):
+    done = cli("run", str(tmp_path / "nowhere.toml"), "--catalog", str(tmp_path / "c"))
+    assert done.returncode == 2 and "nowhere.toml: cannot read the spec" in done.stderr
