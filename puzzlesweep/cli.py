@@ -32,8 +32,9 @@ app = typer.Typer(
 )
 catalog_app = typer.Typer(no_args_is_help=True, help="Query the Parquet result catalog.")
 app.add_typer(catalog_app, name="catalog")
-out = Console()
-err = Console(stderr=True)
+# Piped output gets wide lines rather than rich's default of 80 columns.
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 CatalogOption = Annotated[
     str | None,

@@ -92,7 +92,7 @@ def test_backtrack_time_limit_is_held():
         root=0, children=lambda s: [(1, s + 1, 0)], is_goal=lambda s: False
     )
     result = backtrack.solve(endless, Limits(0.5))
-    assert result.status == "time_limit" and 0.5 <= result.seconds < 1.0
+    assert result.status == "time_limit" and 0.5 <= result.seconds < 1.5
 
 
 def test_a_crashing_search_is_an_error_result():
