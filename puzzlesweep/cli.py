@@ -264,8 +264,21 @@ def catalog_summary(catalog: CatalogOption = None) -> None:
     )
 
 
+#: Offline, quiet defaults for Prefect, set before it is imported (any can be overridden
+#: in the environment): no telemetry, a start-up timeout above the 23 s measured for a
+#: cold temporary API, warnings only.
+PREFECT_DEFAULTS = {
+    "DO_NOT_TRACK": "1",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+}
+
+
 def main() -> None:
     """Entry point of the `puzzlesweep` script."""
+    for name, value in PREFECT_DEFAULTS.items():
+        os.environ.setdefault(name, value)
     try:
         app()
     except BadInput as exc:
