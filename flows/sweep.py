@@ -24,6 +24,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 
 from puzzlesweep import __version__, catalog, puzzles
+from puzzlesweep.flows.progress import Progress
 from puzzlesweep.flows.spec import Job, load
 from puzzlesweep.solve import solve_instance
 from puzzlesweep.solvers import Limits
@@ -128,21 +129,20 @@ def sweep(
         len(todo),
         len(work),
     )
-    counts: Counter = Counter()
-    solved = 0
+    progress = Progress(run_id, plan.name, len(todo))
     futures = [solve_batch.submit(batch, catalog_path) for batch in work]
     for future in as_completed(futures):
         report = future.result()
-        counts.update(report["counts"])
-        solved += report["instances"]
-        logger.info("%d/%d instances solved (%s)", solved, len(todo), dict(counts))
+        snapshot = progress.advance(report["instances"], report["counts"])
+        logger.info("%d/%d instances solved (%s)", snapshot.done, len(todo), snapshot.counts)
+    progress.finish()
     return {
         "run_id": run_id,
         "sweep": plan.name,
         "planned": len(plan.jobs),
         "skipped": len(plan.jobs) - len(todo),
-        "solved": solved,
-        "counts": dict(counts),
+        "solved": progress.done,
+        "counts": dict(progress.counts),
         "batches": len(work),
         "seconds": time.perf_counter() - started,
     }
