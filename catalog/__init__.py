@@ -42,6 +42,7 @@ from puzzlesweep.catalog.store import RUNS, Location, exists, locate, snapshot, 
 from puzzlesweep.core import BadInput
 
 __all__ = [
+    "BadInput",
     "COMMON_COLUMNS",
     "COMMON_NAMES",
     "SCHEMA_VERSION",

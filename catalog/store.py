@@ -64,9 +64,10 @@ class Location:
 
 
 def locate(catalog: "str | Path | Location") -> Location:
-    """The Location of `catalog`: a directory path, a `file://` URL, or another URL that
-    pyarrow's `FileSystem.from_uri` opens (s3://, gs://, ...). Raises BadInput for a URL
-    pyarrow cannot open or a path that exists and is not a directory."""
+    """The Location of `catalog`: a directory path, a `file://` URL, a URL that
+    pyarrow's `FileSystem.from_uri` opens (s3://, gs://, hdfs://), or else one that
+    fsspec opens, wrapped as a pyarrow filesystem. Raises BadInput for a URL neither
+    opens, or a path that exists and is not a directory."""
     if isinstance(catalog, Location):
         return catalog
     text = str(catalog)
@@ -74,13 +75,27 @@ def locate(catalog: "str | Path | Location") -> Location:
         try:
             fs, root = pafs.FileSystem.from_uri(text)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as exc:
-            raise BadInput(f"catalog {text}: cannot open this location: {exc}") from None
+            fs, root = _fsspec(text, exc)
     else:
         fs, root = pafs.LocalFileSystem(), os.path.abspath(text)
     location = Location(fs, root.rstrip("/") or "/", text)
     if fs.get_file_info(location.root).type == pafs.FileType.File:
         raise BadInput(f"catalog {text} exists and is not a directory")
     return location
+
+
+def _fsspec(url: str, arrow_error: Exception) -> tuple[pafs.FileSystem, str]:
+    """A URL pyarrow has no native filesystem for, through fsspec wrapped as a pyarrow
+    filesystem (memory://, abfs://, ... with their fsspec packages installed)."""
+    import fsspec
+
+    try:
+        fs, root = fsspec.core.url_to_fs(url)
+    except (ImportError, ValueError, OSError) as exc:
+        raise BadInput(
+            f"catalog {url}: cannot open this location: {arrow_error}; fsspec: {exc}"
+        ) from None
+    return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), root
 
 
 def exists(location: Location) -> bool:
