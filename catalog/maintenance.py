@@ -7,8 +7,11 @@ both and never neither; inputs are deleted only once their commit is older than 
 grace period, so a reader's older snapshot stays readable meanwhile.
 """
 
+import os
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -157,12 +160,40 @@ def compact(
     {"deleted": N}. Raises BadInput for a missing catalog or an unreadable input; the
     catalog is then unchanged (the merged file stays hidden and is deleted later).
 
-    Run one compaction at a time per catalog; should two overlap, the later commit is
-    ignored by readers (no rows doubled) and its output deleted after the grace period."""
+    On a local disk a second compaction at the same time raises BadInput (a lock). On
+    other filesystems run one at a time; should two overlap, the later commit is ignored
+    by readers (no rows doubled) and its output deleted after the grace period."""
     location = locate(catalog)
-    shot = snapshot(location)
     if not location.fs.get_file_info(location.root).type.name == "Directory":
         raise BadInput(f"catalog {location.uri} does not exist")
+    with _exclusive(location):
+        return _compact(location, family, min_files, grace_seconds)
+
+
+@contextmanager
+def _exclusive(location: Location) -> Iterator[None]:
+    """Hold the catalog's compaction lock (an flock on `_commits/.lock`, released by
+    the kernel if the process dies); a no-op off the local disk. Raises BadInput when
+    another compaction holds it."""
+    if not location.local:
+        yield
+        return
+    import fcntl
+
+    location.fs.create_dir(location.path(COMMITS), recursive=True)
+    descriptor = os.open(location.path(COMMITS, ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BadInput(f"catalog {location.uri}: another compaction is running") from None
+        yield
+    finally:
+        os.close(descriptor)
+
+
+def _compact(location: Location, family: str | None, min_files: int, grace_seconds: float):
+    shot = snapshot(location)
     partitions: dict[str, list[str]] = {}
     for path in shot.files:
         partitions.setdefault(location.relative(path).split("/")[0], []).append(path)

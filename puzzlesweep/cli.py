@@ -267,14 +267,23 @@ def catalog_summary(
     catalog: CatalogOption = None,
     sweep: Annotated[str | None, typer.Option(help="Only this sweep's results")] = None,
 ) -> None:
-    """Counts by status per run and family, then per family the best result of every
-    instance by its parameters (optimal first, then the latest)."""
+    """The runs (from their manifests), counts by status per run and family, then per
+    family the best result of every instance by its parameters (optimal first, then
+    the latest)."""
     from puzzlesweep import puzzles
 
     where, args = ("WHERE sweep = ?", [sweep]) if sweep else ("", [])
     statuses = ", ".join(f"count(*) FILTER (status = '{s}') AS {s}" for s in store.STATUSES)
     try:
         location = catalog or store.default_catalog()
+        if store.snapshot(store.locate(location)).runs:
+            columns, rows = store.query(
+                location,
+                "SELECT run_id, sweep, state, host, started_at, finished_at, planned, skipped, "
+                f"solved FROM runs {where} ORDER BY run_id",
+                args,
+            )
+            _print_rows("runs", columns, rows)
         columns, rows = store.query(
             location,
             f"SELECT run_id, sweep, family, count(*) AS results, {statuses}, "

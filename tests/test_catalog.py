@@ -1,6 +1,7 @@
 """The catalog without Prefect: typed columns, atomic files, the Python API, `file://`
 URLs, compaction's commit protocol, and `catalog check` naming broken files."""
 
+import fcntl
 import json
 from pathlib import Path
 
@@ -196,6 +197,11 @@ def test_bad_catalog_input_is_named_and_exits_2(tmp_path, rows):
     assert done.returncode == 2 and "no partition family=sudoku" in done.stderr
     done = cli("catalog", "query", "SELECT nope FROM results", "--catalog", str(tmp_path))
     assert done.returncode == 2 and "nope" in done.stderr
+    (tmp_path / "_commits").mkdir(exist_ok=True)
+    with open(tmp_path / "_commits" / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # as a running compaction holds it
+        done = cli("catalog", "compact", "--catalog", str(tmp_path))
+    assert done.returncode == 2 and "another compaction is running" in done.stderr
     (tmp_path / "file").write_text("x")
     done = cli("catalog", "query", "SELECT 1", "--catalog", str(tmp_path / "file"))
     assert done.returncode == 2 and "is not a directory" in done.stderr
