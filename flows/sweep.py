@@ -124,7 +124,9 @@ def sweep(
 ) -> dict:
     """Run the sweep of `spec_path` into `catalog_path`; returns {"run_id", "sweep",
     "planned", "skipped", "solved", "counts", "batches", "seconds"}. Instances with a
-    final result for the same solver and limits are skipped unless `force`."""
+    final result for the same solver and limits are skipped unless `force`. The run's
+    manifest row is written before the first batch (state `running`) and replaced at
+    the end (`finished`, or `failed` when a batch raised), with its counts by status."""
     logger = get_run_logger()
     started = time.perf_counter()
     plan = load(spec_path)
