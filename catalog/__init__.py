@@ -22,6 +22,7 @@ are scanned through a pyarrow dataset on the same filesystem.
 import os
 import socket
 import sys
+from collections.abc import Iterable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -238,17 +239,41 @@ def to_pandas(
     return _execute(catalog, sql, parameters).df()
 
 
-def finished(catalog: CatalogLike) -> set[tuple[str, str, float, int | None]]:
+def finished(
+    catalog: CatalogLike, planned: Iterable[tuple[str, str, float, int | None]] | None = None
+) -> set[tuple[str, str, float, int | None]]:
     """The (instance_key, solver, time_limit in seconds, node_limit) that already have a
-    final result (any status but `error`); empty for a missing or empty catalog."""
+    final result (any status but `error`); empty for a missing or empty catalog.
+
+    With `planned` (such tuples), only those are looked up: DuckDB joins them with the
+    catalog, so the answer, and its cost in Python, scale with the plan, not with the
+    catalog."""
     location = locate(catalog)
     if not snapshot(location).files:
         return set()
-    _, rows = query(
-        location,
+    connection = connect(location)
+    sql = (
         "SELECT DISTINCT instance_key, solver, time_limit, node_limit FROM results "
-        "WHERE status <> 'error'",
+        "WHERE status <> 'error'"
     )
+    if planned is not None:
+        keys = pa.table(
+            list(zip(*planned, strict=True)) or [[], [], [], []],
+            schema=pa.schema(
+                [
+                    ("instance_key", pa.string()),
+                    ("solver", pa.string()),
+                    ("time_limit", pa.float64()),
+                    ("node_limit", pa.int64()),
+                ]
+            ),
+        )
+        connection.register("planned", keys)
+        sql += (
+            " AND (instance_key, solver, time_limit, coalesce(node_limit, -1)) IN "
+            "(SELECT (instance_key, solver, time_limit, coalesce(node_limit, -1)) FROM planned)"
+        )
+    rows = connection.execute(sql).fetchall()
     return {(key, solver, limit, nodes) for key, solver, limit, nodes in rows}
 
 

@@ -146,7 +146,7 @@ def write_table(
         file_visitor=lambda written_file: written.append(written_file.path),
         max_rows_per_file=0,
         create_dir=True,
-        use_threads=False,
+        preserve_order=True,  # rows in the order given: compaction keeps them as read
     )
     (temporary,) = written
     final = location.path(directory, name)
