@@ -61,6 +61,7 @@ __all__ = [
     "query",
     "read_batch",
     "read_run",
+    "resolve",
     "schema",
     "to_arrow",
     "to_pandas",
@@ -75,6 +76,14 @@ CatalogLike = str | Path | Location
 def default_catalog() -> str:
     """`$PUZZLESWEEP_CATALOG`, else `./results`."""
     return os.environ.get("PUZZLESWEEP_CATALOG", "results")
+
+
+def resolve(catalog: CatalogLike) -> str:
+    """The catalog as a string any process can use: an absolute path for a local
+    directory (Dask workers may run in another working directory), else the URL.
+    Raises BadInput as `locate` does."""
+    location = locate(catalog)
+    return location.root if location.local and "://" not in location.uri else location.uri
 
 
 def batch_name(run_id: str, number: int) -> str:

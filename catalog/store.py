@@ -103,7 +103,7 @@ def exists(location: Location) -> bool:
     return location.fs.get_file_info(location.root).type == pafs.FileType.Directory
 
 
-def _fsync(location: Location, path: str, directory: bool = False) -> None:
+def _fsync(location: Location, path: str) -> None:
     """Flush a file (or directory entry) to disk; a no-op off the local file system."""
     if not location.local:
         return
@@ -152,7 +152,7 @@ def write_table(
     final = location.path(directory, name)
     _fsync(location, temporary)
     location.fs.move(temporary, final)
-    _fsync(location, location.path(directory), directory=True)
+    _fsync(location, location.path(directory))
     return final
 
 
@@ -165,7 +165,7 @@ def write_json(location: Location, directory: str, name: str, payload: dict) -> 
     _fsync(location, temporary)
     final = location.path(directory, name)
     location.fs.move(temporary, final)
-    _fsync(location, location.path(directory), directory=True)
+    _fsync(location, location.path(directory))
     return final
 
 

@@ -130,6 +130,7 @@ def sweep(
     logger = get_run_logger()
     started = time.perf_counter()
     plan = load(spec_path)
+    catalog_path = catalog.resolve(catalog_path)  # workers may run elsewhere
     done = set() if force else catalog.finished(catalog_path, [j.done_key for j in plan.jobs])
     todo = [job for job in plan.jobs if job.done_key not in done]
     run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid4().hex[:6]}"
