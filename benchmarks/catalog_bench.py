@@ -19,6 +19,24 @@ on the catalog as written (many small files) and after `catalog compact`, each w
 DuckDB's Parquet reader (local disks) and the pyarrow-dataset scan (object stores),
 side by side. Every configuration must give the same answers; the script checks it.
 Not part of the test suite.
+
+Measured 2026-11-29 on the 2-core development machine while two other test suites ran
+(load average about 6, so read the figures as orders of magnitude): writing 1,000,000
+rows in 1,000 files took 13.3 s (55 MiB), `catalog check` 10.0 s, `catalog compact`
+22.4 s (1,000 files to 4). Median of 5, milliseconds:
+
+                            1000 files, duckdb  1000 files, arrow  4 files, duckdb  4 files, arrow
+  open (snapshot + view)                 608.2             499.7           238.2           79.2
+  optimum by size                        926.3             699.6           201.3          431.4
+  counts by status                      1164.6             516.2           211.2          645.1
+  slowest instances                     1499.1             713.5           442.3          985.0
+  counts by run                         1022.5             589.8           424.5          803.3
+  resume: 1,000-instance plan           1294.4                 -           637.6              -
+  resume: whole catalog                 4952.8                 -          4437.1              -
+
+DuckDB's reader pays per file (`union_by_name` reads every file's schema), so many
+small files cost it most; compacted, it is the fastest. Resume looks up only the
+planned instances; fetching every finished key into Python costs seconds at this size.
 """
 
 import argparse
