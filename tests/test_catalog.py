@@ -3,6 +3,7 @@ URLs, compaction's commit protocol, and `catalog check` naming broken files."""
 
 import fcntl
 import json
+import threading
 from pathlib import Path
 
 import duckdb
@@ -227,3 +228,42 @@ def test_a_non_local_filesystem_takes_the_same_code_path(rows):
     assert _everything(url).equals(before) and catalog.check(url) == []
     with pytest.raises(catalog.BadInput, match="engine duckdb reads local catalogs only"):
         catalog.open(url, engine="duckdb")
+
+
+def test_readers_during_writes_and_compactions_never_see_rows_twice_or_lose_them(tmp_path, rows):
+    # Each read takes a fresh snapshot; a row count above what had been written when the
+    # read ended means a merged file and its inputs were both read, below what had been
+    # written when it began means rows went missing.
+    _fill(tmp_path, rows)
+    written = [len(rows)]
+    seen: list[tuple[int, int, int]] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            before = written[0]
+            count = catalog.query(tmp_path, "SELECT count(*) FROM results")[1][0][0]
+            seen.append((before, count, written[0]))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        module = puzzles.get("domination")
+        for round_ in range(6):
+            for number in range(2):
+                row = dict(rows[0], run_id=f"w{round_}")
+                catalog.write_batch(
+                    tmp_path,
+                    "domination",
+                    module.Params,
+                    [row],
+                    catalog.batch_name(f"w{round_}", number),
+                )
+                written[0] += 1
+            catalog.compact(tmp_path)
+    finally:
+        stop.set()
+        reader.join()
+    assert len(seen) >= 6
+    assert all(before <= count <= after for before, count, after in seen), seen
+    assert catalog.query(tmp_path, "SELECT count(*) FROM results")[1] == [(len(rows) + 12,)]
