@@ -189,3 +189,18 @@ def test_two_runs_into_one_catalog_at_once(api_env, tmp_path):
         "AND rows IN (5, 6) ORDER BY 1",
     )
     assert boards == [(5, 5.0), (6, 8.0)]
+
+
+def test_a_retried_batch_keeps_its_file_and_solves_nothing(tmp_path):
+    from puzzlesweep.flows.sweep import Batch, solve_batch
+    from puzzlesweep.solvers import Limits
+
+    params = ({"piece": "knight", "rows": 4, "cols": 4, "variant": "dominating"},)
+    batch = Batch("r1", "t", "domination", "highs", Limits(20), params, number=3)
+    first = solve_batch.fn(batch, str(tmp_path))  # the task's body, as a worker runs it
+    (path,) = catalog.files(tmp_path)
+    assert path.name == "part-r1-00003.parquet" and first["counts"] == {"optimal": 1}
+    stamp = Path(path).stat().st_mtime_ns
+    again = solve_batch.fn(batch, str(tmp_path))  # a retry after the file was written
+    assert again == first and Path(path).stat().st_mtime_ns == stamp
+    assert catalog.query(tmp_path, "SELECT count(*), min(objective) FROM results")[1] == [(1, 4.0)]
