@@ -41,7 +41,8 @@ err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 CatalogOption = Annotated[
     str | None,
     typer.Option(
-        "--catalog", help="Catalog directory [default: $PUZZLESWEEP_CATALOG or ./results]"
+        "--catalog",
+        help="Catalog directory or URL [default: $PUZZLESWEEP_CATALOG or ./results]",
     ),
 ]
 INTEGER = re.compile(r"^-?\d+$")
