@@ -5,18 +5,27 @@ import fcntl
 import json
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from typer.testing import CliRunner
 
 from puzzlesweep import catalog, puzzles
+from puzzlesweep.cli import app
 from puzzlesweep.core import Instance, make_params
 from puzzlesweep.solve import solve_instance
 from puzzlesweep.solvers import Limits
 
-from .conftest import cli
+
+def cli(*args: str) -> SimpleNamespace:
+    """`puzzlesweep ARGS...` in this process (the subprocess start-up of conftest.cli
+    costs seconds; the real-subprocess runs are in test_resume.py)."""
+    result = CliRunner().invoke(app, list(args))
+    return SimpleNamespace(returncode=result.exit_code, stdout=result.stdout, stderr=result.stderr)
+
 
 # (family, params) solved in well under a second each.
 SMALL = [
