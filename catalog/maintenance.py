@@ -81,7 +81,9 @@ def _check_result_file(location: Location, path: str) -> Problem | None:
         return Problem(relative, "schema", difference)
     versions = set(table.column("schema_version").unique().to_pylist())
     if versions != {SCHEMA_VERSION}:
-        return Problem(relative, "schema", f"schema_version {sorted(versions)}, expected 1")
+        return Problem(
+            relative, "schema", f"schema_version {sorted(versions)}, expected {SCHEMA_VERSION}"
+        )
     return None
 
 

@@ -22,6 +22,16 @@ record, and readers read records before listing, a reader never sees both a merg
 and its inputs, nor neither. Removed files are deleted only after a grace period, so
 readers holding an older snapshot keep working (DESIGN.md: deleting files under readers
 broke them).
+
+Roads not taken:
+- A table format with a transaction log every writer appends to (Delta Lake, Iceberg):
+  each batch would need a conditional write or a lock shared by all writers and Dask
+  workers; here batch writers never coordinate, only compaction commits.
+- Deleting a compaction's inputs at once: concurrent readers failed (DESIGN.md).
+- A `**` glob in the view: a stray file breaks it, and it cannot hide merged-away
+  files; readers get an explicit list of the visible files instead.
+- Keeping `family` inside the files: DuckDB silently takes the directory's value
+  anyway, so a file that disagreed would be misread without a word.
 """
 
 import json
