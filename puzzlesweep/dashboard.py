@@ -7,8 +7,8 @@ is a fixed string of this module, and any other route is a 404. The page polls
 `/api/state` every few seconds, so it follows a sweep while it writes.
 
 `state(catalog)` is the JSON the page draws, usable without a server:
-- `runs`: one entry per run id: sweep, instances done (a count), total when the run's
-  manifest gives it, counts by status, first start and last finish (UTC ISO), rate
+- `runs`: one entry per run id: sweep, instances done (a count), the instances it set
+  out to solve and whether it is still running (from the run's manifest), counts by status, first start and last finish (UTC ISO), rate
   (instances per minute) and estimated seconds left;
 - `failures`: the 50 latest results with status `error` or a failed verification;
 - `families`: per family, the latest result of each instance (at most 500), with `size`
@@ -82,13 +82,19 @@ def _text(value: Any) -> str:
     return ",".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
-def _totals(catalog: str | Path) -> dict[str, dict]:
-    """Per run id, what its manifest says (planned total, end time), when one exists."""
+RUN_MANIFESTS = "SELECT run_id, planned - skipped, state FROM runs"
+
+
+def _totals(connection) -> dict[str, dict]:
+    """Per run id, from its manifest: instances to solve (`total`) and whether it ended
+    (`finished`); empty when no run wrote a manifest."""
+    import duckdb
+
     try:
-        from puzzlesweep.catalog import manifest  # written by the flow, if present
-    except ImportError:
+        rows = connection.execute(RUN_MANIFESTS).fetchall()
+    except duckdb.CatalogException:  # no `runs` view: no manifests yet
         return {}
-    return manifest.totals(catalog)
+    return {run: {"total": total, "finished": state != "running"} for run, total, state in rows}
 
 
 def state(catalog: str | Path) -> dict[str, Any]:
@@ -108,7 +114,7 @@ def state(catalog: str | Path) -> dict[str, Any]:
     if not Path(catalog).is_dir() or not store.files(catalog):
         return result
     connection = store.connect(catalog)
-    totals = _totals(catalog)
+    totals = _totals(connection)
     by_status: dict[str, dict[str, int]] = {}
     for run_id, status, count in connection.execute(RUN_STATUS).fetchall():
         by_status.setdefault(run_id, {})[status] = count
@@ -117,7 +123,7 @@ def state(catalog: str | Path) -> dict[str, Any]:
         total = planned.get("total")
         seconds = max((last - first).total_seconds(), 1e-3)
         rate = done / seconds * 60
-        finished = planned.get("finished", total is not None and done >= total)
+        finished = planned.get("finished", False)
         result["runs"].append(
             {
                 "run_id": run_id,
@@ -131,7 +137,7 @@ def state(catalog: str | Path) -> dict[str, Any]:
                 "seconds_left": (
                     round((total - done) / rate * 60) if total and not finished else None
                 ),
-                "running": not finished if total is not None else None,
+                "running": not finished if planned else None,
             }
         )
     for run_id, family, key, status, error, finished_at in connection.execute(FAILURES).fetchall():
