@@ -8,8 +8,9 @@ is a fixed string of this module, and any other route is a 404. The page polls
 
 `state(catalog)` is the JSON the page draws, usable without a server:
 - `runs`: one entry per run id: sweep, instances done (a count), the instances it set
-  out to solve and whether it is still running (from the run's manifest), counts by status, first start and last finish (UTC ISO), rate
-  (instances per minute) and estimated seconds left;
+  out to solve and whether it is still running (from the run's manifest), counts by
+  status, first start and last finish (UTC ISO), rate (instances per minute) and
+  estimated seconds left;
 - `failures`: the 50 latest results with status `error` or a failed verification;
 - `families`: per family, the latest result of each instance (at most 500), with `size`
   (the first integer parameter, or the product of the first list parameter), the
