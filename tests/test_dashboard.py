@@ -62,13 +62,14 @@ def chromium(*args: str) -> str:
     return done.stdout
 
 
-def page_done(url: str) -> dict[str, int]:
-    """The page as Chromium renders it after its script ran: run id → instances done."""
+def page_done(url: str) -> dict[str, tuple[int, str]]:
+    """The page as Chromium renders it after its script ran: run id → (instances done,
+    the total shown)."""
     dom = chromium("--virtual-time-budget=4000", "--dump-dom", url)
-    return {
-        run: int(done)
-        for run, done in re.findall(r'<tr data-run="([^"]+)">.*?data-field="done">(\d+)<', dom)
-    }
+    found = re.findall(
+        r'<tr data-run="([^"]+)">.*?data-field="done">(\d+)<.*?data-field="total">([^<]*)<', dom
+    )
+    return {run: (int(done), total) for run, done, total in found}
 
 
 def count(results: Path) -> int:
@@ -96,13 +97,14 @@ def test_dashboard_follows_a_running_sweep(tmp_path):
         seen = page_done(url)
         after = count(results)
         (run_id,) = seen
-        assert before <= seen[run_id] <= after
+        assert before <= seen[run_id][0] <= after
+        assert seen[run_id][1] == "25"  # the run's manifest: 10 boards and 15 start holes
         sweep.wait(timeout=300)
         assert sweep.returncode == 0, sweep.stderr.read()[-2000:]
         final = page_done(url)
         # 10 boards and 15 start holes, every one in the catalog and on the page.
-        assert final == {run_id: count(results)} == {run_id: 25}
-        assert final[run_id] > seen[run_id] or seen[run_id] == 25
+        assert final == {run_id: (count(results), "25")} == {run_id: (25, "25")}
+        assert final[run_id][0] > seen[run_id][0] or seen[run_id][0] == 25
         shot = tmp_path / "dashboard.png"
         chromium(
             "--virtual-time-budget=4000", "--window-size=1400,1300", f"--screenshot={shot}", url
