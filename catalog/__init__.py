@@ -87,9 +87,13 @@ def schema(params_model: type) -> pa.Schema:
     return pa.schema(fields)
 
 
-def write_batch(catalog: str | Path, family: str, params_model: type, rows: list[dict]) -> Path:
+def write_batch(
+    catalog: str | Path, family: str, params_model: type, rows: list[dict], name: str | None = None
+) -> Path:
     """Write `rows` (dicts with the common columns and a `params` dict) as one Parquet
-    file under `catalog/family=FAMILY/`, atomically; returns the file's path.
+    file under `catalog/family=FAMILY/`, atomically; returns the file's path. `name`
+    (`part-*.parquet`) fixes the file's name, so writing the same batch again replaces
+    it; by default the name is new each time.
 
     The file is written under a hidden `.part-*.tmp` name in the same directory,
     fsynced, renamed with os.replace, and the directory fsynced.
@@ -100,7 +104,7 @@ def write_batch(catalog: str | Path, family: str, params_model: type, rows: list
     directory = Path(catalog) / f"family={family}"
     directory.mkdir(parents=True, exist_ok=True)
     run_id = rows[0].get("run_id", "run") if rows else "run"
-    name = f"part-{run_id}-{uuid.uuid4().hex[:12]}.parquet"
+    name = name or f"part-{run_id}-{uuid.uuid4().hex[:12]}.parquet"
     temporary = directory / f".{name}.tmp"
     with open(temporary, "wb") as sink:
         pq.write_table(table, sink, compression="zstd")

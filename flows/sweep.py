@@ -6,17 +6,28 @@ scheduler (`address`). Each batch task solves its instances, verifies them and w
 its rows as one Parquet file, atomically, before it returns: a result that was reported
 is never lost, and a re-run solves only what the catalog does not hold yet.
 
+Faults: every instance is solved in a child process of its worker under hard time and
+memory limits (`isolate`), so a solver that overruns, runs out of memory or crashes
+becomes a row with its status and message. A batch's file is named by its run and
+index, so an attempt that Dask repeats after losing a worker, or that Prefect retries
+after a transient failure (`retries`), writes the same file again instead of a second
+copy: every instance is in the catalog once. A batch that fails all its attempts is
+counted in the report and the others go on.
+
 This module holds no puzzle logic: it only groups, submits and counts.
 """
 
+import dataclasses
 import math
 import os
+import re
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from uuid import uuid4
 
 from prefect import flow, get_run_logger, task
@@ -24,11 +35,13 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 
 from puzzlesweep import __version__, catalog, puzzles
+from puzzlesweep.core import BadInput
 from puzzlesweep.flows.spec import Job, load
-from puzzlesweep.solve import solve_instance
 from puzzlesweep.solvers import Limits
 
 MAX_BATCH = 50  # instances per batch, at most (a task costs ~0.2 s of Prefect overhead)
+RETRIES = 2  # extra attempts of a batch after a transient failure (Prefect task retries)
+ADDRESS = re.compile(r"^(tcp|tls)://[^\s:/]+:\d{1,5}$")
 
 
 @dataclass(frozen=True)
@@ -42,6 +55,12 @@ class Batch:
     solver: str
     limits: Limits
     params: tuple[dict, ...]
+    index: int = 0  # its place in the run; names its file, so a repeated attempt overwrites
+
+    @property
+    def file_name(self) -> str:
+        """The Parquet file this batch writes under its family's partition."""
+        return f"part-{self.run_id}-{self.index:05d}.parquet"
 
 
 def batches(jobs: list[Job], run_id: str, sweep: str, size: int) -> list[Batch]:
@@ -55,7 +74,8 @@ def batches(jobs: list[Job], run_id: str, sweep: str, size: int) -> list[Batch]:
         for i in range(0, len(group), size):
             params = tuple(j.instance.params.model_dump() for j in group[i : i + size])
             found.append(Batch(run_id, sweep, family, solver, limits, params))
-    return sorted(found, key=lambda b: -b.limits.time_limit)
+    found.sort(key=lambda b: -b.limits.time_limit)
+    return [dataclasses.replace(batch, index=i) for i, batch in enumerate(found)]
 
 
 def auto_batch_size(count: int, workers: int) -> int:
@@ -63,27 +83,88 @@ def auto_batch_size(count: int, workers: int) -> int:
     return max(1, min(MAX_BATCH, math.ceil(count / (4 * max(1, workers)))))
 
 
-def _worker_name() -> str:
+def _worker() -> tuple[str, int | None]:
+    """(this worker's name, its memory limit per thread in bytes or None): the Dask
+    worker's address and `memory_limit / nthreads`, or the host name outside Dask."""
     try:
         from distributed import get_worker
 
-        return get_worker().address
+        worker = get_worker()
     except (ImportError, ValueError):
-        return os.uname().nodename
+        return os.uname().nodename, None
+    limit = worker.memory_manager.memory_limit
+    return worker.address, (int(limit / max(1, worker.state.nthreads)) if limit else None)
 
 
-@task(name="solve-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
-def solve_batch(batch: Batch, catalog_path: str) -> dict:
+def _blank_row(instance, solver: str, worker: str) -> dict:
+    """The fields a row has even when its child process died before answering."""
+    return {
+        "family": instance.family,
+        "instance_key": instance.key,
+        "solver": solver,
+        "solver_version": "",
+        "objective": None,
+        "bound": None,
+        "gap": None,
+        "nodes": None,
+        "solution": None,
+        "verified": None,
+        "error": None,
+        "worker": worker,
+        "params": instance.params.model_dump(),
+    }
+
+
+def _report(path: Path, statuses: list[str], verified: int, attempt: int) -> dict:
+    return {
+        "file": str(path),
+        "counts": dict(Counter(statuses)),
+        "instances": len(statuses),
+        "verified": verified,
+        "attempt": attempt,
+    }
+
+
+@task(name="solve-batch", cache_policy=NO_CACHE, retries=RETRIES, retry_delay_seconds=2)
+def solve_batch(batch: Batch, catalog_path: str, memory_limit: int | None = None) -> dict:
     """Solve, verify and write one batch; returns {"file", "counts" (status → count),
-    "instances", "verified"}."""
-    from puzzlesweep.core import Instance, make_params
+    "instances", "verified", "attempt" (1 for the first run of this task, 2 for its
+    first retry...)}.
 
+    Each instance runs in this thread's child process (`isolate.Child`) under its time
+    and node limits and `memory_limit` bytes (default: the Dask worker's memory limit per
+    thread; None: no limit). If the batch's file exists already (an earlier attempt wrote
+    it but its report was lost with its worker), it is read back, not solved again.
+    Raises OSError when the catalog cannot be written (Prefect retries the task)."""
+    import pyarrow.parquet as pq
+    from prefect.runtime import task_run
+
+    from puzzlesweep.core import Instance, make_params
+    from puzzlesweep.flows.isolate import child_for_thread
+
+    attempt = task_run.get_run_count() or 1
+    if attempt > 1:
+        get_run_logger().warning("batch %d: attempt %d", batch.index, attempt)
+    path = Path(catalog_path) / f"family={batch.family}" / batch.file_name
+    if path.exists():
+        table = pq.read_table(path, columns=["status", "verified"]).to_pydict()
+        return _report(path, table["status"], sum(map(bool, table["verified"])), attempt)
     family = puzzles.get(batch.family)
-    worker = _worker_name()
+    worker, worker_memory = _worker()
+    child = child_for_thread(memory_limit or worker_memory)
     rows = []
     for raw in batch.params:
         instance = Instance(batch.family, make_params(family.Params, raw))
-        row = solve_instance(instance, batch.solver, batch.limits)
+        request = {
+            "family": batch.family,
+            "params": raw,
+            "solver": batch.solver,
+            "time_limit": batch.limits.time_limit,
+            "node_limit": batch.limits.node_limit,
+        }
+        row = _blank_row(instance, batch.solver, worker)
+        row.update(child.solve(request))
+        row.pop("_lost_child", None)
         row.update(
             run_id=batch.run_id,
             sweep=batch.sweep,
@@ -92,13 +173,11 @@ def solve_batch(batch: Batch, catalog_path: str) -> dict:
             schema_version=catalog.SCHEMA_VERSION,
         )
         rows.append(row)
-    path = catalog.write_batch(catalog_path, batch.family, family.Params, rows)
-    return {
-        "file": str(path),
-        "counts": dict(Counter(row["status"] for row in rows)),
-        "instances": len(rows),
-        "verified": sum(bool(row["verified"]) for row in rows),
-    }
+    path = catalog.write_batch(
+        catalog_path, batch.family, family.Params, rows, name=batch.file_name
+    )
+    statuses = [row["status"] for row in rows]
+    return _report(path, statuses, sum(bool(row["verified"]) for row in rows), attempt)
 
 
 @flow(name="sweep")
@@ -108,10 +187,15 @@ def sweep(
     batch_size: int | None = None,
     workers: int = 2,
     force: bool = False,
+    memory_limit: int | None = None,
+    retries: int = RETRIES,
 ) -> dict:
     """Run the sweep of `spec_path` into `catalog_path`; returns {"run_id", "sweep",
-    "planned", "skipped", "solved", "counts", "batches", "seconds"}. Instances with a
-    final result for the same solver and limits are skipped unless `force`."""
+    "planned", "skipped", "solved", "counts", "batches", "retried" (batches that needed
+    more than one attempt), "failed" (batches that failed every attempt), "seconds"}.
+    Instances with a final result for the same solver and limits are skipped unless
+    `force`. `memory_limit` (bytes per instance) and `retries` (per batch) as in
+    `solve_batch`."""
     logger = get_run_logger()
     started = time.perf_counter()
     plan = load(spec_path)
@@ -129,12 +213,21 @@ def sweep(
         len(work),
     )
     counts: Counter = Counter()
-    solved = 0
-    futures = [solve_batch.submit(batch, catalog_path) for batch in work]
-    for future in as_completed(futures):
-        report = future.result()
+    solved = retried = 0
+    failed: list[str] = []
+    task = solve_batch.with_options(retries=retries)
+    futures = {task.submit(batch, catalog_path, memory_limit): batch for batch in work}
+    for future in as_completed(list(futures)):
+        batch = futures[future]
+        try:
+            report = future.result()
+        except Exception as exc:  # a batch that failed every attempt: the others go on
+            failed.append(f"batch {batch.index} ({batch.family}): {type(exc).__name__}: {exc}")
+            logger.error("%s", failed[-1])
+            continue
         counts.update(report["counts"])
         solved += report["instances"]
+        retried += report["attempt"] > 1
         logger.info("%d/%d instances solved (%s)", solved, len(todo), dict(counts))
     return {
         "run_id": run_id,
@@ -144,6 +237,8 @@ def sweep(
         "solved": solved,
         "counts": dict(counts),
         "batches": len(work),
+        "retried": retried,
+        "failed": failed,
         "seconds": time.perf_counter() - started,
     }
 
@@ -170,6 +265,53 @@ def prefect_api() -> Iterator[str | None]:
         server.stop()
 
 
+def check_address(address: str) -> str:
+    """`address` if it is a Dask scheduler address `tcp://HOST:PORT` (or `tls://`);
+    raises BadInput naming it otherwise."""
+    if not ADDRESS.match(address) or not 0 < int(address.rsplit(":", 1)[1]) < 65536:
+        raise BadInput(f"--address {address!r} is not a Dask scheduler address tcp://HOST:PORT")
+    return address
+
+
+@contextmanager
+def dask_cluster(
+    address: str | None = None,
+    workers: int = 2,
+    dashboard_address: str | None = "127.0.0.1:8787",
+    timeout: float = 10.0,
+) -> Iterator[tuple[str, str | None, int]]:
+    """Connect to the scheduler at `address`, or start a `LocalCluster` of `workers`
+    single-threaded worker processes (its dashboard on `dashboard_address`, or another
+    free port if that one is taken; None: no dashboard) and close it afterwards.
+
+    Yields (scheduler address, dashboard URL or None, workers connected now). Raises
+    BadInput for a malformed address or a scheduler that does not answer in `timeout`
+    seconds. Workers of an existing cluster need only the installed package: tasks
+    carry handles (family, parameters, solver, limits), never code or models."""
+    from distributed import Client, LocalCluster
+
+    if address:
+        check_address(address)
+        try:
+            client = Client(address, timeout=timeout)
+        except (OSError, TimeoutError) as exc:
+            raise BadInput(
+                f"--address {address}: no Dask scheduler answered within {timeout:g} s ({exc})"
+            ) from None
+        with client:
+            found = len(client.scheduler_info(n_workers=-1).get("workers", {}))
+            yield address, client.dashboard_link, found
+        return
+    with LocalCluster(
+        n_workers=workers,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=dashboard_address,
+    ) as cluster:
+        link = cluster.dashboard_link if dashboard_address else None
+        yield cluster.scheduler_address, link, workers
+
+
 def run_sweep(
     spec_path: str,
     catalog_path: str,
@@ -177,23 +319,92 @@ def run_sweep(
     workers: int = 2,
     batch_size: int | None = None,
     force: bool = False,
+    memory_limit: int | None = None,
+    retries: int = RETRIES,
+    dashboard_address: str | None = "127.0.0.1:8787",
+    announce: Callable[[str], None] | None = None,
 ) -> dict:
     """Run `sweep` on Dask: on the scheduler at `address`, or on a new `LocalCluster`
-    of `workers` single-threaded worker processes. Returns the flow's report."""
+    of `workers` single-threaded worker processes. Returns the flow's report plus
+    "scheduler", "dashboard" (URL or None) and "flow_run_url" (None without a
+    configured Prefect server).
+
+    `announce(line)` is called with the Dask dashboard's address once the cluster is
+    up and, when `PREFECT_API_URL` names a Prefect server, with the flow run's URL once
+    the run starts. Raises BadInput for a bad or silent `address`."""
+    from prefect.settings import PREFECT_API_URL
     from prefect_dask import DaskTaskRunner
 
-    if address:
-        runner = DaskTaskRunner(address=address)
-    else:
-        runner = DaskTaskRunner(
-            cluster_kwargs={
-                "n_workers": workers,
-                "threads_per_worker": 1,
-                "processes": True,
-                "dashboard_address": None,
-            }
-        )
-    with prefect_api():
-        return sweep.with_options(task_runner=runner)(
-            spec_path, catalog_path, batch_size=batch_size, workers=workers, force=force
-        )
+    say = announce or (lambda line: None)
+    configured = bool(PREFECT_API_URL.value())
+    urls: list[str] = []
+
+    def flow_run_url(flow, flow_run, state) -> None:
+        from prefect.utilities.urls import url_for
+
+        url = url_for(flow_run)
+        if url and not urls:
+            urls.append(url)
+            say(f"Prefect flow run: {url}")
+
+    with dask_cluster(address, workers, dashboard_address) as (scheduler, dashboard, found):
+        say(f"Dask scheduler {scheduler}, {found} workers, dashboard {dashboard or '(none)'}")
+        with prefect_api():
+            flow = sweep.with_options(
+                task_runner=DaskTaskRunner(address=scheduler),
+                on_running=[flow_run_url] if configured else [],
+            )
+            report = flow(
+                spec_path,
+                catalog_path,
+                batch_size=batch_size,
+                workers=max(1, found),
+                force=force,
+                memory_limit=memory_limit,
+                retries=retries,
+            )
+    return {
+        **report,
+        "scheduler": scheduler,
+        "dashboard": dashboard,
+        "flow_run_url": urls[0] if urls else None,
+    }
+
+
+@flow(name="scheduled-sweep")
+def scheduled_sweep(
+    spec_path: str,
+    catalog_path: str = "results",
+    address: str | None = None,
+    workers: int = 2,
+    batch_size: int | None = None,
+    memory_limit: int | None = None,
+    retries: int = RETRIES,
+) -> dict:
+    """The flow that deployments run (deploy/prefect.yaml): the sweep of `spec_path`
+    into `catalog_path` (paths relative to the deployment's working directory) on the
+    Dask scheduler at `address`, or on a LocalCluster of `workers` processes when it is
+    None. Runs `sweep` as a subflow; returns its report. Raises RuntimeError when a batch
+    failed every attempt, so the run is marked Failed."""
+    logger = get_run_logger()
+    report = run_sweep(
+        spec_path,
+        catalog_path,
+        address,
+        workers,
+        batch_size,
+        memory_limit=memory_limit,
+        retries=retries,
+        dashboard_address=None if address else "127.0.0.1:0",
+        announce=logger.info,
+    )
+    logger.info(
+        "run %s: %d solved, %d skipped, %s",
+        report["run_id"],
+        report["solved"],
+        report["skipped"],
+        report["counts"],
+    )
+    if report["failed"]:
+        raise RuntimeError(f"{len(report['failed'])} batches failed: {report['failed']}")
+    return report
