@@ -94,17 +94,23 @@ class Child:
             process.stdin.flush()
         except (BrokenPipeError, OSError):
             pass  # the child died already; the read below finds out how
-        line = ""
+        line, ended = "", False
         with selectors.DefaultSelector() as selector:
             selector.register(process.stdout, selectors.EVENT_READ)
             while time.monotonic() < deadline and not line:
                 if selector.select(timeout=min(1.0, max(0.0, deadline - time.monotonic()))):
                     line = process.stdout.readline()
-                    if not line:
-                        break  # end of file: the child died
+                    ended = not line  # end of file: the child died
+                    if ended:
+                        break
         if line:
             return _decode(json.loads(line))
         seconds = time.time() - started
+        if ended:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
         if process.poll() is None:  # still running past its deadline: kill it
             process.kill()
             process.wait()

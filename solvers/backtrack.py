@@ -13,7 +13,7 @@ Two engines, chosen by `SearchProblem.minimise`:
 - uniform-cost search (`minimise=True`, Dijkstra over non-negative move costs): the
   cheapest path to any goal, `optimal` once it is popped; the cost of the last popped
   state is a valid dual bound when a limit stops the search first. Before it, a
-  depth-first dive with `DIVE_SHARE` of the time limit looks for any goal path: its cost
+  depth-first dive with `DIVE_SHARE` of the time and node limits looks for any goal path: its cost
   is the incumbent that a time or node limit reports with the bound (as HiGHS does), and
   uniform-cost search stops as soon as its bound reaches the incumbent.
 """
@@ -63,9 +63,11 @@ class _Budget:
     """Counts expanded nodes and checks the clock every 16 of them (a node of a large
     board can cost a millisecond: its children and their symmetric keys)."""
 
-    def __init__(self, limits: Limits, share: float = 1.0, nodes: int = 0):
-        self.nodes = nodes
+    def __init__(self, limits: Limits, share: float = 1.0):
+        self.nodes = 0
         self.node_limit = limits.node_limit
+        if self.node_limit is not None and share < 1:
+            self.node_limit = max(1, int(share * self.node_limit))
         self.deadline = time.perf_counter() + share * limits.time_limit
 
     def tick(self) -> None:
@@ -154,8 +156,8 @@ class _Dive:
 
 
 def _dive(problem: SearchProblem, limits: Limits) -> _Dive:
-    """A first goal path by depth-first search within DIVE_SHARE of the time limit (and
-    the node limit): the incumbent of a minimisation, or no moves when none was found."""
+    """A first goal path by depth-first search within DIVE_SHARE of the time limit and of
+    the node limit: the incumbent of a minimisation, or no moves when none was found."""
     budget = _Budget(limits, DIVE_SHARE)
     try:
         steps = _depth_first(problem, budget)
