@@ -349,6 +349,13 @@ def run_sweep(
 
     with dask_cluster(address, workers, dashboard_address) as (scheduler, dashboard, found):
         say(f"Dask scheduler {scheduler}, {found} workers, dashboard {dashboard or '(none)'}")
+        host = scheduler.split("://", 1)[-1].rsplit(":", 1)[0]
+        if address and not configured and host not in ("127.0.0.1", "localhost", "[::1]"):
+            say(
+                "warning: PREFECT_API_URL is not set, and the temporary Prefect API listens "
+                "on 127.0.0.1 only: workers on other hosts cannot report their tasks. "
+                "Point PREFECT_API_URL at a Prefect server they reach (deploy/README.md)."
+            )
         with prefect_api():
             flow = sweep.with_options(
                 task_runner=DaskTaskRunner(address=scheduler),
