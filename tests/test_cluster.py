@@ -3,7 +3,9 @@
 DuckDB, must hold every instance exactly once."""
 
 import os
+import re
 import signal
+import subprocess
 import threading
 import urllib.request
 from pathlib import Path
@@ -13,7 +15,7 @@ import pytest
 from puzzlesweep import catalog
 from puzzlesweep.flows.sweep import run_sweep
 
-from .conftest import cli
+from .conftest import CLI, cli
 from .servers import Processes, free_port, wait_for
 
 # T_5 from every hole, fewest moves: 15 instances of about a second each, in batches of
@@ -148,6 +150,22 @@ def test_sweep_survives_a_killed_worker(prefect_api, cluster, tmp_path):
     # The scheduler's dashboard answers (bokeh is installed).
     with urllib.request.urlopen(dashboard, timeout=30) as page:
         assert page.status == 200 and b"Dask" in page.read()
+
+    # The user's path: `run --address` prints the dashboard and, with a Prefect server
+    # configured, the flow run's URL; everything is in the catalog already.
+    from prefect.settings import PREFECT_API_URL
+
+    done = subprocess.run(
+        [*CLI, "run", str(spec), "--address", address, "--catalog", str(results)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value()},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"Dask scheduler {address}, 1 workers, dashboard {dashboard}" in done.stderr
+    assert re.search(r"Prefect flow run: http://\S+/runs/flow-run/[0-9a-f-]{36}", done.stderr)
+    assert "solved 0 in 0 batches (0 retried), skipped 27" in done.stderr
 
 
 def test_cli_rejects_a_bad_or_silent_address(tmp_path):

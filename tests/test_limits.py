@@ -89,3 +89,56 @@ def test_a_crashed_solver_is_an_error_row_and_the_next_instance_runs(child):
     assert row["error"] == "the solver process was killed by SIGKILL (memory limit 1024 MiB)"
     row = child.solve(request("domination", {"piece": "knight", "rows": 8, "cols": 8}, "highs", 60))
     assert row["status"] == "optimal" and child.pid != victim
+
+
+RETRY_SPEC = """
+name = "retry"
+[[study]]
+family = "domination"
+time_limit = 30
+[study.grid]
+piece = "king"
+rows = "1..4"
+cols = "=rows"
+"""
+
+
+def test_a_transient_batch_failure_is_retried_and_counted(prefect_api, tmp_path, monkeypatch):
+    # The first write of the catalog fails as a full or flaky disk would; Prefect retries
+    # that batch, the report and the task run's run_count show it, nothing is doubled.
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    from puzzlesweep import catalog
+    from puzzlesweep.flows import sweep as flows
+
+    real, calls = catalog.write_batch, []
+
+    def flaky(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 1:
+            raise OSError(28, "No space left on device (injected)")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(catalog, "write_batch", flaky)
+    spec = tmp_path / "retry.toml"
+    spec.write_text(RETRY_SPEC)
+    results = tmp_path / "results"
+    state = flows.sweep.with_options(task_runner=ThreadPoolTaskRunner(max_workers=2))(
+        str(spec), str(results), batch_size=2, return_state=True
+    )
+    report = state.result()
+    assert (report["solved"], report["retried"], report["failed"]) == (4, 1, [])
+    assert len(calls) == 3  # two batches, one of them twice
+    _, rows = catalog.query(results, "SELECT count(*), count(DISTINCT instance_key) FROM results")
+    assert rows == [(4, 4)]
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(
+                id=FlowRunFilterId(any_=[state.state_details.flow_run_id])
+            )
+        )
+    assert sorted(run.run_count for run in runs) == [1, 2]
