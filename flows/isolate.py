@@ -11,8 +11,10 @@ puzzlesweep.flows.isolate`) and the worker only waits:
 - memory: the child runs under `RLIMIT_DATA` = `memory_limit` bytes (heap and private
   anonymous mappings, Linux >= 4.7); an allocation past it raises MemoryError inside the
   solver, recorded as status `error` with a message naming the limit.
-- time: the worker kills the child when an instance runs `GRACE` past its time limit and
-  records status `time_limit` with a message saying it was killed (no incumbent survives).
+- time: the worker kills the child when an instance runs `GRACE` seconds past its time
+  limit and records status `time_limit` with a message saying it was killed (no
+  incumbent survives). The clock starts when the instance is sent, after the child's
+  start-up (it says `ready` once its imports are done).
 - crash: a child that dies (any signal or exit) is recorded as status `error` with the
   signal's name; a fresh child solves the next instance.
 
@@ -38,6 +40,8 @@ from typing import Any
 #: Seconds past an instance's time limit before its child is killed: model building
 #: and verification are outside the solvers' clocks, and the machine may be loaded.
 GRACE = 30.0
+#: Seconds a new child may take to import the solvers and families.
+STARTUP = 120.0
 #: The smallest memory limit accepted (the child's imports alone take about 100 MiB).
 MIN_MEMORY = 256 * 2**20
 
@@ -55,19 +59,22 @@ class Child:
     next call starts a new child. Not thread-safe: use one per thread.
     """
 
-    def __init__(self, memory_limit: int | None = None):
+    def __init__(self, memory_limit: int | None = None, grace: float = GRACE):
         if memory_limit is not None and memory_limit < MIN_MEMORY:
             raise ValueError(
                 f"memory limit {mib(memory_limit)} is below the minimum of {mib(MIN_MEMORY)}"
             )
         self.memory_limit = memory_limit
+        self.grace = grace
         self.process: subprocess.Popen | None = None
 
     def _start(self) -> subprocess.Popen:
+        """A new child, once it has imported the solvers and said `ready` (its start-up,
+        a second or more on a loaded machine, is not charged to an instance)."""
         command = [sys.executable, "-m", "puzzlesweep.flows.isolate"]
         if self.memory_limit is not None:
             command.append(str(self.memory_limit))
-        return subprocess.Popen(
+        process = subprocess.Popen(
             command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -75,6 +82,19 @@ class Child:
             text=True,
             bufsize=1,
         )
+        self._read_line(process, time.monotonic() + STARTUP)
+        return process
+
+    @staticmethod
+    def _read_line(process: subprocess.Popen, deadline: float) -> tuple[str, bool]:
+        """(the child's next line or "", whether its output ended) by `deadline`."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(process.stdout, selectors.EVENT_READ)
+            while time.monotonic() < deadline:
+                if selector.select(timeout=min(1.0, max(0.0, deadline - time.monotonic()))):
+                    line = process.stdout.readline()
+                    return line, not line
+        return "", False
 
     @property
     def pid(self) -> int | None:
@@ -88,21 +108,13 @@ class Child:
             self.process = self._start()
         process = self.process
         started = time.time()
-        deadline = time.monotonic() + float(request["time_limit"]) + GRACE
+        deadline = time.monotonic() + float(request["time_limit"]) + self.grace
         try:
             process.stdin.write(json.dumps(request) + "\n")
             process.stdin.flush()
         except (BrokenPipeError, OSError):
             pass  # the child died already; the read below finds out how
-        line, ended = "", False
-        with selectors.DefaultSelector() as selector:
-            selector.register(process.stdout, selectors.EVENT_READ)
-            while time.monotonic() < deadline and not line:
-                if selector.select(timeout=min(1.0, max(0.0, deadline - time.monotonic()))):
-                    line = process.stdout.readline()
-                    ended = not line  # end of file: the child died
-                    if ended:
-                        break
+        line, ended = self._read_line(process, deadline)
         if line:
             return _decode(json.loads(line))
         seconds = time.time() - started
@@ -153,6 +165,7 @@ def _failed(
         "started_at": datetime.fromtimestamp(started, UTC),
         "finished_at": datetime.now(UTC),
         "_lost_child": True,
+        **dict.fromkeys(("objective", "bound", "gap", "nodes", "solution", "verified")),
         **{k: request[k] for k in ("family", "solver", "time_limit", "node_limit")},
     }
 
@@ -204,6 +217,8 @@ def serve(memory_limit: int | None) -> None:
 
     out = sys.stdout
     sys.stdout = sys.stderr  # nothing a solver prints may corrupt the replies
+    out.write("ready\n")
+    out.flush()
     for line in sys.stdin:
         request = json.loads(line)
         family = puzzles.get(request["family"])

@@ -76,6 +76,25 @@ def test_memory_limit_is_an_error_row_and_the_next_instance_runs():
         Child(100 * 2**20)
 
 
+def test_a_solver_that_does_not_stop_is_killed_and_recorded_time_limit():
+    # Building the 25x25x25 model alone takes longer than limit + grace: the worker
+    # kills the child (as it would a solver stuck in C code) and records why.
+    impatient = Child(1024 * 2**20, grace=0.5)
+    try:
+        started = time.monotonic()
+        row = impatient.solve(request("no_k_in_row", {"dims": [25, 25, 25], "k": 5}, "highs", 0.5))
+        assert time.monotonic() - started < 10
+        assert row["status"] == "time_limit" and row["objective"] is None
+        assert row["error"].startswith("killed after 1.")
+        assert "did not stop at its time limit of 0.5 s" in row["error"]
+        row = impatient.solve(
+            request("domination", {"piece": "king", "rows": 3, "cols": 3}, "highs", 5)
+        )
+        assert (row["status"], row["objective"]) == ("optimal", 1.0)
+    finally:
+        impatient.close()
+
+
 def test_a_crashed_solver_is_an_error_row_and_the_next_instance_runs(child):
     # A solver process that dies (here SIGKILL, as the kernel's OOM killer would) in the
     # middle of an instance: that instance is recorded, a new process takes the next.
