@@ -323,6 +323,7 @@ def run_sweep(
     retries: int = RETRIES,
     dashboard_address: str | None = "127.0.0.1:8787",
     announce: Callable[[str], None] | None = None,
+    connect_timeout: float = 10.0,
 ) -> dict:
     """Run `sweep` on Dask: on the scheduler at `address`, or on a new `LocalCluster`
     of `workers` single-threaded worker processes. Returns the flow's report plus
@@ -331,7 +332,8 @@ def run_sweep(
 
     `announce(line)` is called with the Dask dashboard's address once the cluster is
     up and, when `PREFECT_API_URL` names a Prefect server, with the flow run's URL once
-    the run starts. Raises BadInput for a bad or silent `address`."""
+    the run starts. Raises BadInput for a bad `address` or one that does not answer
+    within `connect_timeout` seconds."""
     from prefect.settings import PREFECT_API_URL
     from prefect_dask import DaskTaskRunner
 
@@ -347,7 +349,8 @@ def run_sweep(
             urls.append(url)
             say(f"Prefect flow run: {url}")
 
-    with dask_cluster(address, workers, dashboard_address) as (scheduler, dashboard, found):
+    cluster = dask_cluster(address, workers, dashboard_address, connect_timeout)
+    with cluster as (scheduler, dashboard, found):
         say(f"Dask scheduler {scheduler}, {found} workers, dashboard {dashboard or '(none)'}")
         host = scheduler.split("://", 1)[-1].rsplit(":", 1)[0]
         if address and not configured and host not in ("127.0.0.1", "localhost", "[::1]"):

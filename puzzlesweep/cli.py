@@ -239,6 +239,9 @@ def run(
     dashboard_address: Annotated[
         str, typer.Option(help="Local cluster's Dask dashboard, HOST:PORT (0: any free port)")
     ] = "127.0.0.1:8787",
+    connect_timeout: Annotated[
+        float, typer.Option(min=0.1, help="Seconds to wait for the --address scheduler")
+    ] = 10.0,
 ) -> None:
     """Run a sweep on Dask under Prefect and print its results from the catalog.
 
@@ -277,6 +280,7 @@ def run(
             retries=retries,
             dashboard_address=dashboard_address,
             announce=lambda line: err.print(line, highlight=False, soft_wrap=True),
+            connect_timeout=connect_timeout,
         )
     except BadInput as exc:
         raise fail(str(exc)) from None

@@ -15,7 +15,8 @@ Two engines, chosen by `SearchProblem.minimise`:
   state is a valid dual bound when a limit stops the search first. Before it, a
   depth-first dive with `DIVE_SHARE` of the time and node limits looks for any goal path: its cost
   is the incumbent that a time or node limit reports with the bound (as HiGHS does), and
-  uniform-cost search stops as soon as its bound reaches the incumbent.
+  uniform-cost search stops as soon as its bound reaches the incumbent; a dive that
+  searches the whole space without a goal proves the instance infeasible.
 """
 
 import heapq
@@ -153,6 +154,7 @@ class _Dive:
     moves: list[Move] | None
     cost: float
     nodes: int
+    exhausted: bool = False  # the whole space was searched: no goal is reachable
 
 
 def _dive(problem: SearchProblem, limits: Limits) -> _Dive:
@@ -162,9 +164,9 @@ def _dive(problem: SearchProblem, limits: Limits) -> _Dive:
     try:
         steps = _depth_first(problem, budget)
     except _LimitReached:
-        steps = None
-    if steps is None:
         return _Dive(None, 0.0, budget.nodes)
+    if steps is None:
+        return _Dive(None, 0.0, budget.nodes, exhausted=True)
     return _Dive([move for move, _ in steps], float(sum(c for _, c in steps)), budget.nodes)
 
 
@@ -188,7 +190,10 @@ def solve(problem: SearchProblem, limits: Limits) -> SolverResult:
             if incumbent.moves is not None:
                 result.solution, result.objective = incumbent.moves, incumbent.cost
             found = (incumbent.moves, incumbent.cost) if incumbent.moves is not None else None
-            moves, cost = _uniform_cost(problem, budget, found)
+            if incumbent.exhausted:  # the dive refuted every state: nothing to minimise
+                moves, cost = None, 0.0
+            else:
+                moves, cost = _uniform_cost(problem, budget, found)
         else:
             steps = _depth_first(problem, budget)
             moves = None if steps is None else [move for move, _ in steps]

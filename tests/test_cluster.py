@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from puzzlesweep import catalog
-from puzzlesweep.flows.sweep import run_sweep
+from puzzlesweep.core import BadInput
+from puzzlesweep.flows.sweep import check_address, run_sweep
 
 from .conftest import CLI, cli
 from .servers import Processes, free_port, wait_for
@@ -168,13 +169,18 @@ def test_sweep_survives_a_killed_worker(prefect_api, cluster, tmp_path):
     assert "solved 0 in 0 batches (0 retried), skipped 27" in done.stderr
 
 
-def test_cli_rejects_a_bad_or_silent_address(tmp_path):
+def test_bad_or_silent_addresses_are_refused(tmp_path):
+    for bad in ("10.0.0.5:8786", "tcp://host", "tcp://host:99999", "http://host:8786"):
+        with pytest.raises(BadInput, match="not a Dask scheduler address"):
+            check_address(bad)
+    assert check_address("tcp://10.0.0.5:8786") == "tcp://10.0.0.5:8786"
     spec = tmp_path / "s.toml"
     spec.write_text(SPEC)
-    done = cli("run", str(spec), "--address", "10.0.0.5:8786", "--catalog", str(tmp_path))
-    assert done.returncode == 2 and "not a Dask scheduler address" in done.stderr
     silent = f"tcp://127.0.0.1:{free_port()}"
-    done = cli("run", str(spec), "--address", silent, "--catalog", str(tmp_path / "r"))
+    done = cli(
+        "run", str(spec), "--address", silent, "--catalog", str(tmp_path / "r"),
+        "--connect-timeout", "3",
+    )  # fmt: skip
     assert done.returncode == 2, done.stderr[-2000:]
-    assert "no Dask scheduler answered" in done.stderr
+    assert f"--address {silent}: no Dask scheduler answered within 3 s" in done.stderr
     assert not Path(tmp_path / "r").exists()

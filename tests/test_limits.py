@@ -161,3 +161,16 @@ def test_a_transient_batch_failure_is_retried_and_counted(prefect_api, tmp_path,
             )
         )
     assert sorted(run.run_count for run in runs) == [1, 2]
+
+
+def test_a_minimisation_the_dive_refutes_is_infeasible_at_once():
+    from puzzlesweep.solvers import Limits, backtrack
+
+    dead = backtrack.SearchProblem(
+        root=0,
+        children=lambda s: [(s + 1, s + 1, 1)] if s < 5 else [],
+        is_goal=lambda s: False,
+        minimise=True,
+    )
+    result = backtrack.solve(dead, Limits(10))
+    assert (result.status, result.nodes, result.objective) == ("infeasible", 6, None)
