@@ -11,7 +11,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 export PREFECT_LOGGING_LEVEL ?= WARNING
 
-.PHONY: demo test test-slow lint format clean
+.PHONY: demo test test-slow browser format clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,12 +22,17 @@ $(BIN)/.installed: pyproject.toml
 demo: $(BIN)/.installed
 	$(BIN)/puzzlesweep run sweeps/seeds.toml --catalog results
 
-test: $(BIN)/.installed
+# Debian's headless Chromium for the dashboard's browser test (installs as root via apt).
+browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
+
+test: $(BIN)/.installed browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest
 
-test-slow: $(BIN)/.installed
+test-slow: $(BIN)/.installed browser
 	$(BIN)/python -m pytest -m slow
 
 format: $(BIN)/.installed

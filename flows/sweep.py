@@ -35,6 +35,7 @@ from prefect.futures import as_completed
 
 from puzzlesweep import __version__, catalog, puzzles
 from puzzlesweep.core import BadInput
+from puzzlesweep.flows.progress import Progress
 from puzzlesweep.flows.spec import Job, load
 from puzzlesweep.solvers import Limits
 
@@ -224,8 +225,8 @@ def sweep(
         "force": force,
     }
     catalog.write_run(catalog_path, {**manifest, "state": "running"})
-    counts: Counter = Counter()
-    solved = retried = 0
+    progress = Progress(run_id, plan.name, len(todo))
+    retried = 0
     failed: list[str] = []
     task = solve_batch.with_options(retries=retries)
     try:
@@ -238,21 +239,21 @@ def sweep(
                 failed.append(f"batch {batch.number} ({batch.family}): {type(exc).__name__}: {exc}")
                 logger.error("%s", failed[-1])
                 continue
-            counts.update(report["counts"])
-            solved += report["instances"]
             retried += report["attempt"] > 1
-            logger.info("%d/%d instances solved (%s)", solved, len(todo), dict(counts))
+            snapshot = progress.advance(report["instances"], report["counts"])
+            logger.info("%d/%d instances solved (%s)", snapshot.done, len(todo), snapshot.counts)
     finally:
-        state = "finished" if solved == len(todo) else "failed"
-        ended = {"state": state, "finished_at": datetime.now(UTC), "solved": solved}
-        catalog.write_run(catalog_path, {**manifest, **ended, **_status_counts(counts)})
+        state = "finished" if progress.done == len(todo) else "failed"
+        ended = {"state": state, "finished_at": datetime.now(UTC), "solved": progress.done}
+        catalog.write_run(catalog_path, {**manifest, **ended, **_status_counts(progress.counts)})
+    progress.finish()
     return {
         "run_id": run_id,
         "sweep": plan.name,
         "planned": len(plan.jobs),
         "skipped": len(plan.jobs) - len(todo),
-        "solved": solved,
-        "counts": dict(counts),
+        "solved": progress.done,
+        "counts": dict(progress.counts),
         "batches": len(work),
         "retried": retried,
         "failed": failed,

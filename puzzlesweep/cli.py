@@ -17,6 +17,7 @@ import json
 import os
 import re
 import sys
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -186,6 +187,59 @@ def _summary_table(catalog_path: str, plan) -> Table:
     return table
 
 
+@contextmanager
+def progress_display(every_seconds: float = 10.0):
+    """While a sweep runs in this process: a rich progress bar (done, total, rate, time
+    left) on a terminal, else a plain line per `every_seconds` and one at the end."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TaskProgressColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    from puzzlesweep.flows.progress import listen
+
+    if err.is_terminal:
+        bar = Progress(
+            TextColumn("solving"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TaskProgressColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeRemainingColumn(),
+            console=err,
+        )
+        task = bar.add_task("solving", total=None, rate="")
+
+        def show(s) -> None:
+            bar.update(task, completed=s.done, total=s.total, rate=f"{s.rate * 60:.1f}/min")
+
+        with bar:
+            stop = listen(show)
+            try:
+                yield
+            finally:
+                stop()
+        return
+    last = [0.0]
+
+    def line(s) -> None:
+        if s.done < s.total and s.seconds - last[0] < every_seconds:
+            return
+        last[0] = s.seconds
+        left = f", about {s.seconds_left:.0f} s left" if s.seconds_left is not None else ""
+        err.print(f"{s.done}/{s.total} instances, {s.rate * 60:.1f}/min{left}", highlight=False)
+
+    stop = listen(line)
+    try:
+        yield
+    finally:
+        stop()
+
+
 def parse_memory(text: str | None) -> int | None:
     """`--memory-limit` text ('2GiB', '512MB', '1e9') → bytes, or None for None/'none'.
     Raises BadInput naming the option."""
@@ -274,19 +328,20 @@ def run(
             raise fail(str(exc)) from None
     err.print(f"sweep {plan.name}: {len(plan.jobs)} instances from {spec} into {catalog_path}")
     try:
-        report = run_sweep(
-            spec,
-            catalog_path,
-            address,
-            workers,
-            batch_size,
-            force,
-            memory_limit=memory,
-            retries=retries,
-            dashboard_address=dashboard_address,
-            announce=lambda line: err.print(line, highlight=False, soft_wrap=True),
-            connect_timeout=connect_timeout,
-        )
+        with progress_display():
+            report = run_sweep(
+                spec,
+                catalog_path,
+                address,
+                workers,
+                batch_size,
+                force,
+                memory_limit=memory,
+                retries=retries,
+                dashboard_address=dashboard_address,
+                announce=lambda line: err.print(line, highlight=False, soft_wrap=True),
+                connect_timeout=connect_timeout,
+            )
     except BadInput as exc:
         raise fail(str(exc)) from None
     err.print(
@@ -438,10 +493,38 @@ def catalog_compact(
     out.print(f"{len(done) - 1} partitions compacted, {done[-1]['deleted']} old files deleted")
 
 
-#: Offline, quiet defaults for Prefect, set before it is imported (any can be overridden
-#: in the environment): no telemetry, a start-up timeout above the 23 s measured for a
-#: cold temporary API, warnings only.
-PREFECT_DEFAULTS = {
+@app.command()
+def dashboard(
+    catalog: CatalogOption = None,
+    host: Annotated[
+        str, typer.Option(help="Interface to bind; 127.0.0.1 keeps it local")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0 picks a free one)")] = 8050,
+    refresh: Annotated[float, typer.Option(min=0.5, help="Seconds between page updates")] = 3.0,
+) -> None:
+    """Serve a live, read-only web page over the catalog (runs, failures, results)."""
+    from puzzlesweep.dashboard import make_server
+
+    catalog_path = catalog or store.default_catalog()
+    try:
+        server = make_server(catalog_path, host, port, refresh)
+    except OSError as exc:
+        raise fail(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    bound_host, bound_port = server.server_address[:2]
+    err.print(f"dashboard of {catalog_path} on http://{bound_host}:{bound_port}/ (Ctrl-C stops)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+#: Offline, quiet defaults for Prefect and Dask, set before they are imported (any can be
+#: overridden in the environment): no telemetry, a start-up timeout above the 23 s
+#: measured for a cold temporary API, warnings only.
+QUIET_DEFAULTS = {
+    "DASK_LOGGING__DISTRIBUTED": "warning",
     "DO_NOT_TRACK": "1",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
@@ -451,7 +534,7 @@ PREFECT_DEFAULTS = {
 
 def main() -> None:
     """Entry point of the `puzzlesweep` script."""
-    for name, value in PREFECT_DEFAULTS.items():
+    for name, value in QUIET_DEFAULTS.items():
         os.environ.setdefault(name, value)
     try:
         app()

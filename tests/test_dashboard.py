@@ -1,0 +1,168 @@
+"""The dashboard in a real headless Chromium against a catalog a sweep is still writing,
+and its refusal to serve anything but its page and its state."""
+
+import http.client
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from puzzlesweep import catalog
+from puzzlesweep.dashboard import make_server, serve_in_thread, state
+
+from .conftest import CLI, ROOT
+
+LIVE = """
+name = "live"
+[[study]]
+family = "domination"
+time_limit = 30
+[study.grid]
+piece = "knight"
+rows = "1..10"
+cols = "=rows"
+
+[[study]]
+family = "peg_solitaire"
+time_limit = 30
+[study.grid]
+side = 5
+start = "all"
+objective = "min_moves"
+"""
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+]
+
+
+def chromium(*args: str) -> str:
+    """Run Debian's headless Chromium (installed by `make browser`); returns its stdout."""
+    binary = shutil.which("chromium")
+    if binary is None:
+        pytest.fail("chromium is not installed: run `make browser` (Debian chromium)")
+    with tempfile.TemporaryDirectory() as profile:
+        done = subprocess.run(
+            [binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    return done.stdout
+
+
+def page_done(url: str) -> dict[str, tuple[int, str]]:
+    """The page as Chromium renders it after its script ran: run id → (instances done,
+    the total shown)."""
+    dom = chromium("--virtual-time-budget=4000", "--dump-dom", url)
+    found = re.findall(
+        r'<tr data-run="([^"]+)">.*?data-field="done">(\d+)<.*?data-field="total">([^<]*)<', dom
+    )
+    return {run: (int(done), total) for run, done, total in found}
+
+
+def count(results: Path) -> int:
+    return catalog.query(results, "SELECT count(*) FROM results")[1][0][0]
+
+
+def test_dashboard_follows_a_running_sweep(tmp_path):
+    spec = tmp_path / "live.toml"
+    spec.write_text(LIVE)
+    results = tmp_path / "results"
+    sweep = subprocess.Popen(
+        [*CLI, "run", str(spec), "--catalog", str(results), "--workers", "2", "--batch-size", "1"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    server, url = serve_in_thread(results)
+    try:
+        deadline = time.monotonic() + 180
+        while not catalog.files(results) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert catalog.files(results), "the sweep wrote no batch"
+        before = count(results)
+        seen = page_done(url)
+        after = count(results)
+        (run_id,) = seen
+        assert before <= seen[run_id][0] <= after
+        assert seen[run_id][1] == "25"  # the run's manifest: 10 boards and 15 start holes
+        sweep.wait(timeout=300)
+        assert sweep.returncode == 0, sweep.stderr.read()[-2000:]
+        final = page_done(url)
+        # 10 boards and 15 start holes, every one in the catalog and on the page.
+        assert final == {run_id: (count(results), "25")} == {run_id: (25, "25")}
+        assert final[run_id][0] > seen[run_id][0] or seen[run_id][0] == 25
+        shot = tmp_path / "dashboard.png"
+        chromium(
+            "--virtual-time-budget=4000", "--window-size=1400,1300", f"--screenshot={shot}", url
+        )
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    finally:
+        sweep.kill()
+        server.shutdown()
+
+
+def request(url: str, path: str, method: str = "GET") -> tuple[int, bytes]:
+    host, port = url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    connection.request(method, path)
+    response = connection.getresponse()
+    return response.status, response.read()
+
+
+def test_dashboard_serves_nothing_outside_the_catalog(tmp_path):
+    server, url = serve_in_thread(tmp_path)
+    try:
+        assert request(url, "/")[0] == 200
+        assert request(url, "/api/state")[0] == 200
+        for path in [
+            "/../../etc/passwd",
+            "/%2e%2e/%2e%2e/etc/passwd",
+            "/etc/passwd",
+            "/api/state?sql=SELECT%201",
+            "/dashboard.html",
+            "/api/state/../../x",
+        ]:
+            status, body = request(url, path)
+            assert status == 404 and b"root:" not in body, path
+        assert request(url, "/api/state", "POST")[0] == 405
+        assert request(url, "/api/state", "DELETE")[0] == 405
+    finally:
+        server.shutdown()
+    local = make_server(tmp_path, port=0)
+    assert local.server_address[0] == "127.0.0.1"  # local unless told otherwise
+    local.server_close()
+
+
+def test_state_of_an_empty_catalog_waits_for_results(tmp_path):
+    empty = state(tmp_path / "nothing-yet")
+    assert (empty["runs"], empty["families"], empty["failures"]) == ([], [], [])
+
+
+def test_dashboard_command_refuses_a_taken_port(tmp_path):
+    server = make_server(tmp_path, port=0)
+    port = server.server_address[1]
+    try:
+        done = subprocess.run(
+            [*CLI, "dashboard", "--catalog", str(tmp_path), "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+        )
+        assert done.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in done.stderr
+    finally:
+        server.server_close()
