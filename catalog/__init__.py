@@ -7,7 +7,10 @@ reads every file with `union_by_name` (families have different parameter columns
 Hive partitioning.
 
 Columns: `COMMON_COLUMNS` (the DESIGN.md result columns plus the limits that make a
-result final), then the family's parameters as typed columns under their own names
+result final, `params_key` (the hash of the row's own parameters, while `instance_key`
+is the hash of their canonical form, shared by equivalent instances) and `equivalent`
+(True for a row carried over by symmetry from an equivalent instance solved in the same
+batch)), then the family's parameters as typed columns under their own names
 (integers as int64, words as strings, lists as Arrow lists).
 """
 
@@ -30,6 +33,8 @@ COMMON_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("sweep", pa.string()),
     ("family", pa.string()),
     ("instance_key", pa.string()),
+    ("params_key", pa.string()),
+    ("equivalent", pa.bool_()),
     ("solver", pa.string()),
     ("solver_version", pa.string()),
     ("status", pa.string()),
@@ -177,7 +182,7 @@ def finished(catalog: str | Path) -> set[tuple[str, str, float, int | None]]:
 LATEST = """
 SELECT * FROM results WHERE sweep = ?
 QUALIFY row_number() OVER (
-    PARTITION BY instance_key, solver, time_limit, node_limit
+    PARTITION BY params_key, solver, time_limit, node_limit
     ORDER BY status = 'error', finished_at DESC) = 1
 """
 

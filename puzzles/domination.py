@@ -16,7 +16,15 @@ MIP: x[s] = 1 if a piece stands on s; for every square t, Σ_{s covers t} x[s] >
 s covers t if s attacks t, or s = t except in the total variant; independent adds
 x[s] + x[t] <= 1 for every attacking pair.
 
-Roads not taken: symmetry breaking over the board's 8 (square) or 4 symmetries (issue 6).
+Symmetry: every piece's graph is symmetric under transposing the board, so
+`canonical(p)` puts the shorter side first (8×5 and 5×8 are one instance).
+Second method: `exhaustive(p)`, iterative deepening over the number of pieces that
+branches on the squares covering the first square left uncovered (skipping squares
+attacked by a placed piece in the independent variant); for boards of at most 36 squares.
+
+Roads not taken: symmetry breaking over the board's 8 (square) or 4 symmetries in the
+MIP (issue 6); the piece's graph with blocking (sliding pieces stopped by other pieces),
+which the literature does not use.
 """
 
 from functools import lru_cache
@@ -67,6 +75,21 @@ def expand(point: dict) -> list[dict]:
     return [point]
 
 
+def canonical(p: Params) -> Params:
+    """p with rows <= cols (the transposed board when rows > cols)."""
+    if p.rows <= p.cols:
+        return p
+    return p.model_copy(update={"rows": p.cols, "cols": p.rows})
+
+
+def from_canonical(p: Params, solution: Solution) -> Solution:
+    """Squares of `canonical(p)` carried back to p (transposed when p has rows > cols)."""
+    if p.rows <= p.cols:
+        return tuple(solution)
+    width = p.rows  # the canonical board has p.cols rows of p.rows squares
+    return tuple(sorted((s % width) * p.cols + s // width for s in solution))
+
+
 @lru_cache(maxsize=256)
 def attacks(piece: str, rows: int, cols: int) -> tuple[frozenset[int], ...]:
     """For each square, the set of squares a piece standing there attacks."""
@@ -110,6 +133,42 @@ def model(p: Params) -> MipModel:
 def from_mip(p: Params, x: list[float]) -> Solution:
     """The occupied squares: columns at 1."""
     return tuple(s for s, value in enumerate(x) if value > 0.5)
+
+
+def exhaustive(p: Params) -> tuple[float | None, Solution | None]:
+    """(fewest pieces, their squares) by a second, independent method: iterative
+    deepening over the number of pieces b = 1, 2, ...: take the first uncovered square
+    and try each square that covers it (in the independent variant, only squares no
+    placed piece attacks); no MIP. (None, None) when no square set works (total
+    variant with a square nobody attacks). Raises ValueError beyond 36 squares."""
+    squares = p.rows * p.cols
+    if squares > 36:
+        raise ValueError("exhaustive search is for boards of at most 36 squares")
+    cover = coverers(p)
+    if any(not c for c in cover):
+        return None, None
+    table = attacks(p.piece, p.rows, p.cols)
+    independent = p.variant == "independent"
+
+    def place(placed: frozenset[int], budget: int) -> frozenset[int] | None:
+        open_square = next((t for t in range(squares) if placed.isdisjoint(cover[t])), None)
+        if open_square is None:
+            return placed
+        if budget == 0:
+            return None
+        for s in cover[open_square]:
+            if independent and not placed.isdisjoint(table[s]):
+                continue
+            found = place(placed | {s}, budget - 1)
+            if found is not None:
+                return found
+        return None
+
+    for budget in range(1, squares + 1):
+        found = place(frozenset(), budget)
+        if found is not None:
+            return float(budget), tuple(sorted(found))
+    return None, None
 
 
 def verify(p: Params, solution: Solution) -> int:

@@ -19,6 +19,12 @@ Sub-box cuts: for every strict sub-box B whose optimum h(B) is proven (`SUBBOX_O
 weak (x = 1/k everywhere gives cells/k: 50.4 on 6×7×6); with the 5×5×5, 5×5×6 and
 5×5×7 cuts HiGHS reaches a dual bound of 55 on 6×7×6 within 60 s, against 53 without.
 
+Symmetry: permuting the axes of a box, or dropping a side of length 1 (no window of
+k >= 2 runs along it), gives the same windows, so `canonical(p)` sorts the sides of
+length >= 2 increasingly (7×6 and 6×7, 1×7 and 7 are one instance each).
+Second method: `exhaustive(p)`, iterative deepening over removal budgets that branches on
+the cells of the first window left whole; for boxes of at most 36 cells.
+
 Roads not taken: clique or lifted cuts on overlapping windows, symmetry breaking and
 periodic starting patterns (issue 6); 2-D sub-box cuts (in 2-D, cells/k already lies
 within one of the optimum, so they cut nothing off).
@@ -42,7 +48,7 @@ Solution = tuple[int, ...]  # sorted indices of removed stones
 
 
 class Params(_Params):
-    """dims: the box's side lengths (1 to 6 dimensions, each >= 1, at most 1,000,000
+    """dims: the box's side lengths (1 to 10 dimensions, each >= 1, at most 1,000,000
     cells); k: the forbidden run length (>= 2, at most the largest side)."""
 
     dims: list[int]
@@ -51,8 +57,8 @@ class Params(_Params):
     @field_validator("dims")
     @classmethod
     def _dims(cls, dims: list[int]) -> list[int]:
-        if not 1 <= len(dims) <= 6 or min(dims) < 1:
-            raise ValueError("dims needs 1 to 6 side lengths, each at least 1")
+        if not 1 <= len(dims) <= 10 or min(dims) < 1:
+            raise ValueError("dims needs 1 to 10 side lengths, each at least 1")
         if math.prod(dims) > 1_000_000:
             raise ValueError("dims gives more than 1,000,000 cells")
         return dims
@@ -81,6 +87,32 @@ SUBBOX_OPTIMA = {(5, (5, 5, 5)): 28, (5, (5, 5, 6)): 34, (5, (5, 5, 7)): 40}
 def expand(point: dict) -> list[dict]:
     """Grid points need no family-specific expansion here."""
     return [point]
+
+
+def _axes(dims: list[int]) -> list[int]:
+    """Axis j of the canonical box is axis axes[j] of `dims` (sides >= 2, increasing)."""
+    kept = sorted((side, axis) for axis, side in enumerate(dims) if side >= 2)
+    return [axis for _, axis in kept] or [0]
+
+
+def canonical(p: Params) -> Params:
+    """p with the sides of length >= 2 sorted increasingly and sides of 1 dropped."""
+    return p.model_copy(update={"dims": [p.dims[axis] for axis in _axes(p.dims)]})
+
+
+def from_canonical(p: Params, solution: Solution) -> Solution:
+    """Removed cells of `canonical(p)` carried back to p's axes (row-major indices)."""
+    axes = _axes(p.dims)
+    small = [p.dims[axis] for axis in axes]
+    strides = [math.prod(p.dims[i + 1 :]) for i in range(len(p.dims))]
+    cells = []
+    for index in solution:
+        original = 0
+        for j in range(len(small) - 1, -1, -1):
+            index, coordinate = divmod(index, small[j])
+            original += coordinate * strides[axes[j]]
+        cells.append(original)
+    return tuple(sorted(cells))
 
 
 def directions(dimension: int) -> list[tuple[int, ...]]:
@@ -146,6 +178,34 @@ def subbox_cuts(dims: tuple[int, ...], k: int) -> list[tuple[list[int], int]]:
 def from_mip(p: Params, x: list[float]) -> Solution:
     """The removed cells: columns at 1."""
     return tuple(i for i, value in enumerate(x) if value > 0.5)
+
+
+def exhaustive(p: Params) -> tuple[float | None, Solution | None]:
+    """(fewest removals, removed cells) by a second, independent method: iterative
+    deepening over the budget b = 0, 1, ...: pick the first window left whole and try
+    removing each of its k cells; no MIP, no cuts. Raises ValueError beyond 36 cells."""
+    cells = math.prod(p.dims)
+    if cells > 36:
+        raise ValueError("exhaustive search is for boxes of at most 36 cells")
+    every = windows(tuple(p.dims), p.k)
+
+    def hit(removed: frozenset[int], budget: int) -> frozenset[int] | None:
+        whole = next((w for w in every if removed.isdisjoint(w)), None)
+        if whole is None:
+            return removed
+        if budget == 0:
+            return None
+        for cell in whole:
+            found = hit(removed | {cell}, budget - 1)
+            if found is not None:
+                return found
+        return None
+
+    for budget in range(cells + 1):
+        found = hit(frozenset(), budget)
+        if found is not None:
+            return float(budget), tuple(sorted(found))
+    return None, None  # unreachable: removing every stone hits every window
 
 
 def verify(p: Params, solution: Solution) -> int:
