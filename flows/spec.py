@@ -159,7 +159,9 @@ def parse(text: str, source: str = "<spec>") -> Sweep:
             except BadInput as exc:
                 raise BadInput(f"{where}: {exc}") from None
             job = Job(Instance(study.family, params), solver, limits, number)
-            jobs.setdefault(job.done_key, job)
+            # equivalent instances share done_key (their canonical key) but each keeps
+            # its own job, so it gets its own (equivalent) row
+            jobs.setdefault((*job.done_key, job.instance.params_key), job)
     return Sweep(spec.name, text, list(jobs.values()))
 
 

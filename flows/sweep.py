@@ -25,7 +25,7 @@ from prefect.futures import as_completed
 
 from puzzlesweep import __version__, catalog, puzzles
 from puzzlesweep.flows.spec import Job, load
-from puzzlesweep.solve import solve_instance
+from puzzlesweep.solve import solve_instances
 from puzzlesweep.solvers import Limits
 
 MAX_BATCH = 50  # instances per batch, at most (a task costs ~0.2 s of Prefect overhead)
@@ -46,12 +46,17 @@ class Batch:
 
 def batches(jobs: list[Job], run_id: str, sweep: str, size: int) -> list[Batch]:
     """Group jobs by (family, solver, limits) and cut each group into batches of `size`;
-    the batches with the longest time limits come first, so they do not straggle."""
+    the batches with the longest time limits come first, so they do not straggle.
+    Equivalent instances (same instance_key) are kept next to each other."""
     groups: dict[tuple, list[Job]] = {}
     for job in jobs:
         groups.setdefault((job.instance.family, job.solver, job.limits), []).append(job)
     found = []
     for (family, solver, limits), group in groups.items():
+        first = {}  # equivalent instances next to each other, so a batch solves them once
+        for i, job in enumerate(group):
+            first.setdefault(job.instance.key, i)
+        group.sort(key=lambda job: first[job.instance.key])
         for i in range(0, len(group), size):
             params = tuple(j.instance.params.model_dump() for j in group[i : i + size])
             found.append(Batch(run_id, sweep, family, solver, limits, params))
@@ -80,10 +85,9 @@ def solve_batch(batch: Batch, catalog_path: str) -> dict:
 
     family = puzzles.get(batch.family)
     worker = _worker_name()
-    rows = []
-    for raw in batch.params:
-        instance = Instance(batch.family, make_params(family.Params, raw))
-        row = solve_instance(instance, batch.solver, batch.limits)
+    instances = [Instance(batch.family, make_params(family.Params, raw)) for raw in batch.params]
+    rows = solve_instances(instances, batch.solver, batch.limits)
+    for row in rows:
         row.update(
             run_id=batch.run_id,
             sweep=batch.sweep,
@@ -91,7 +95,6 @@ def solve_batch(batch: Batch, catalog_path: str) -> dict:
             puzzlesweep_version=__version__,
             schema_version=catalog.SCHEMA_VERSION,
         )
-        rows.append(row)
     path = catalog.write_batch(catalog_path, batch.family, family.Params, rows)
     return {
         "file": str(path),

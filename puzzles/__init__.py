@@ -13,7 +13,15 @@ Every family module defines, in this order:
   `InvalidSolution`);
 - `encode(solution)` / `decode(text)`: the compact text stored in the catalog's
   `solution` column;
-- `render(params, solution)`: a text picture.
+- `render(params, solution)`: a text picture;
+- `picture(params, solution)`: a matplotlib Figure, drawn as a person would draw it;
+- `canonical(params)` → the least equivalent params under the puzzle's symmetries (their
+  hash is the `instance_key`), and `from_canonical(params, solution)` carrying a solution
+  of the canonical form back to `params`;
+- `exhaustive(params)` → (objective or None, solution or None): the answer by a second,
+  independent method for small instances, to check the main one against.
+A family solved by `backtrack` may add `from_search(params, raw)` (the engine's raw answer
+to a solution) and `details(params, solution)` (extra fields for the CLI's `--json`).
 """
 
 import importlib

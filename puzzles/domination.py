@@ -212,3 +212,50 @@ def render(p: Params, solution: Solution) -> str:
         )
         for r in range(p.rows)
     )
+
+
+def picture(p: Params, solution: Solution):
+    """A matplotlib Figure of the board: light and dark squares, the piece's letter on a
+    disc where one stands, and on every other square the number of pieces attacking it
+    (a red 0 would be an uncovered square)."""
+    from matplotlib.patches import Circle, Rectangle
+
+    from puzzlesweep.puzzles._draw import panels
+
+    placed = set(solution)
+    table = attacks(p.piece, p.rows, p.cols)
+    size = max(2.5, min(8.0, 0.5 * max(p.rows, p.cols)))
+    figure, (ax,) = panels(
+        1, f"{len(placed)} {p.piece}s, {p.variant}, {p.rows}×{p.cols}", size=size
+    )
+    ax.set_xlim(0, p.cols)
+    ax.set_ylim(p.rows, 0)
+    for r in range(p.rows):
+        for c in range(p.cols):
+            square = r * p.cols + c
+            shade = "#b58863" if (r + c) % 2 else "#f0d9b5"
+            ax.add_patch(Rectangle((c, r), 1, 1, facecolor=shade))
+            if square in placed:
+                ax.add_patch(Circle((c + 0.5, r + 0.5), 0.36, facecolor="#222222"))
+                ax.text(
+                    c + 0.5,
+                    r + 0.5,
+                    SYMBOLS[p.piece],
+                    color="white",
+                    ha="center",
+                    va="center",
+                    fontsize=12,
+                    fontweight="bold",
+                )
+            else:
+                hits = sum(square in table[s] for s in placed)
+                ax.text(
+                    c + 0.5,
+                    r + 0.5,
+                    str(hits),
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="red" if hits == 0 else "black",
+                )
+    return figure

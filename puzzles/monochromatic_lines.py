@@ -249,3 +249,38 @@ def render(p: Params, solution: Solution) -> str:
         title = f"slice {s}" if d > 2 else ""
         slices.append("\n".join(([title] if title else []) + rows))
     return "\n\n".join(slices)
+
+
+def picture(p: Params, solution: Solution):
+    """A matplotlib Figure of the cube as its 2-D slices (rows × columns; for d = 4 one
+    panel per value of the first two coordinates), a disc per ball in its colour, and a
+    black ring on every cell of a monochromatic line; the title gives the count."""
+    from puzzlesweep.puzzles._draw import colour, panels
+
+    n, d = p.n, p.d
+    mono = set()
+    for line in lines(n, d):
+        if len({solution[i] for i in line}) == 1:
+            mono.update(line)
+    width = n if d >= 2 else n
+    height = n if d >= 2 else 1
+    count = max(1, len(solution) // (width * height))
+    figure, axes = panels(
+        count, f"{verify(p, solution)} monochromatic lines in {n}^{d}, counts {p.counts}"
+    )
+    for s, ax in enumerate(axes):
+        ax.set_xlim(-0.6, width - 0.4)
+        ax.set_ylim(height - 0.4, -0.6)
+        if count > 1:
+            ax.set_title(f"slice {s}" if d == 3 else f"slice {divmod(s, n)}", fontsize=9)
+        for r in range(height):
+            for c in range(width):
+                i = s * width * height + r * width + c
+                ax.add_patch(_disc(c, r, colour(solution[i]), i in mono))
+    return figure
+
+
+def _disc(x: float, y: float, fill: str, ring: bool):
+    from matplotlib.patches import Circle
+
+    return Circle((x, y), 0.38, facecolor=fill, edgecolor="black", linewidth=2.5 if ring else 0)

@@ -327,6 +327,23 @@ def exhaustive(p: Params) -> tuple[float | None, Solution | None]:
     return (1.0 if p.question == "solve" else float(cost)), path(depth, state)
 
 
+def details(p: Params, solution: Solution) -> dict:
+    """Extra fields for the CLI's `--json`: for `reachable`, {"layers": positions after
+    0, 1, ... jumps, "finishing_holes": 1-based holes}; otherwise {"moves": the move list,
+    each move as its path of 1-based holes "7-2-9", "jumps": the number of jumps}."""
+    if isinstance(solution, Reachable):
+        return {
+            "layers": list(solution.layers),
+            "finishing_holes": [h + 1 for h, _ in solution.finishes],
+        }
+    paths: list[list[int]] = []
+    for i, (f, _, t) in enumerate(solution):
+        if i == 0 or solution[i - 1][2] != f:
+            paths.append([f + 1])
+        paths[-1].append(t + 1)
+    return {"moves": ["-".join(map(str, path)) for path in paths], "jumps": len(solution)}
+
+
 def moves(solution: Solution) -> int:
     """The number of moves: maximal runs of jumps in which each starts where the last
     landed."""
@@ -447,3 +464,76 @@ def render(p: Params, solution: Solution) -> str:
             blocks.append([f"move {len(blocks)}: {path}", *_picture(p.side, board)])
             move = []
     return "\n\n".join("\n".join(block) for block in blocks)
+
+
+def _draw_board(ax, side: int, board: int, marked=(), path=()) -> None:
+    """Holes as rings, pegs as discs, `marked` holes ringed green, `path` as arrows."""
+    places, _ = geometry(side)
+    xy = [(c - r / 2, -r * 0.866) for r, c in places]
+    ax.set_xlim(-side / 2 - 0.2, side / 2 - 0.3)
+    ax.set_ylim(-(side - 1) * 0.866 - 0.6, 0.6)
+    for i, (x, y) in enumerate(xy):
+        peg = board >> i & 1
+        ax.scatter(
+            [x],
+            [y],
+            s=160,
+            facecolor="#8b4513" if peg else "white",
+            edgecolor="green" if i in marked else "black",
+            linewidth=3 if i in marked else 1,
+            zorder=2,
+        )
+        ax.text(x, y - 0.36, str(i + 1), ha="center", va="center", fontsize=6, color="grey")
+    for f, _, t in path:
+        (x0, y0), (x1, y1) = xy[f], xy[t]
+        ax.annotate(
+            "",
+            (x1, y1),
+            (x0, y0),
+            zorder=3,
+            arrowprops={"arrowstyle": "->", "color": "blue", "lw": 1.5},
+        )
+
+
+def picture(p: Params, solution: Solution):
+    """A matplotlib Figure: the board at the start and after every move (pegs brown,
+    empty holes white, the move's jumps as blue arrows, holes numbered 1-based); for
+    `reachable`, the board with every finishing hole ringed green and the number of
+    positions after each jump as a bar chart."""
+    from puzzlesweep.puzzles._draw import panels
+
+    start = ((1 << holes(p.side)) - 1) ^ (1 << (p.start - 1))
+    if isinstance(solution, Reachable):
+        ends = [h for h, _ in solution.finishes]
+        figure, (board_ax, bars) = panels(
+            2,
+            f"T_{p.side}, start {p.start}: last peg can stand on "
+            f"{', '.join(str(h + 1) for h in ends) or 'no hole'}",
+            size=3.2,
+        )
+        _draw_board(board_ax, p.side, start, marked=ends)
+        bars.set_axis_on()
+        bars.set_aspect("auto")
+        bars.bar(range(len(solution.layers)), solution.layers, color="#8b4513")
+        bars.set_xlabel("jumps")
+        bars.set_ylabel("distinct positions")
+        return figure
+    moves_made: list[list[Jump]] = []
+    for i, jump in enumerate(solution):
+        if i == 0 or solution[i - 1][2] != jump[0]:
+            moves_made.append([])
+        moves_made[-1].append(jump)
+    figure, axes = panels(
+        len(moves_made) + 1,
+        f"T_{p.side}, start {p.start}: {len(moves_made)} moves, {len(solution)} jumps",
+        size=2.0,
+    )
+    board = start
+    _draw_board(axes[0], p.side, board)
+    axes[0].set_title("start", fontsize=9)
+    for ax, move in zip(axes[1:], moves_made, strict=True):
+        for f, o, t in move:
+            board ^= 1 << f | 1 << o | 1 << t
+        _draw_board(ax, p.side, board, path=move)
+        ax.set_title("-".join([str(move[0][0] + 1)] + [str(t + 1) for _, _, t in move]), fontsize=9)
+    return figure

@@ -162,3 +162,28 @@ def solve_instance(instance: Instance, solver: str, limits: Limits) -> dict[str,
     rejects is kept, with verified False and the verifier's message in `error`.
     """
     return solve_instances([instance], solver, limits)[0]
+
+
+def recheck(family_name: str, row: dict[str, Any]) -> str | None:
+    """Re-verify one stored result from its catalog columns alone: rebuild the params from
+    the family's parameter columns, decode `solution`, run the family's verifier and
+    compare with `objective`. Returns None when it holds, else why it fails (a bad
+    parameter, an undecodable text, a broken rule, or a different objective)."""
+    family = puzzles.get(family_name)
+    raw = {name: row.get(name) for name in family.Params.model_fields}
+    try:
+        params = family.Params.model_validate(raw)
+    except ValueError as exc:
+        return f"parameters do not validate: {exc}"
+    try:
+        solution = family.decode(row["solution"])
+    except (ValueError, IndexError) as exc:
+        return f"solution text does not decode: {exc}"
+    try:
+        value = family.verify(params, solution)
+    except InvalidSolution as exc:
+        return f"verifier: {exc}"
+    objective = row.get("objective")
+    if objective is not None and not math.isclose(value, objective, abs_tol=1e-6):
+        return f"verifier recomputed {value}, the catalog says {objective}"
+    return None
