@@ -47,20 +47,33 @@ class Batch:
 def batches(jobs: list[Job], run_id: str, sweep: str, size: int) -> list[Batch]:
     """Group jobs by (family, solver, limits) and cut each group into batches of `size`;
     the batches with the longest time limits come first, so they do not straggle.
-    Equivalent instances (same instance_key) are kept next to each other."""
+    A class of equivalent instances (same instance_key) stays in one batch (`_chunks`)."""
     groups: dict[tuple, list[Job]] = {}
     for job in jobs:
         groups.setdefault((job.instance.family, job.solver, job.limits), []).append(job)
     found = []
     for (family, solver, limits), group in groups.items():
-        first = {}  # equivalent instances next to each other, so a batch solves them once
-        for i, job in enumerate(group):
-            first.setdefault(job.instance.key, i)
-        group.sort(key=lambda job: first[job.instance.key])
-        for i in range(0, len(group), size):
-            params = tuple(j.instance.params.model_dump() for j in group[i : i + size])
+        for chunk in _chunks(group, size):
+            params = tuple(j.instance.params.model_dump() for j in chunk)
             found.append(Batch(run_id, sweep, family, solver, limits, params))
     return sorted(found, key=lambda b: -b.limits.time_limit)
+
+
+def _chunks(group: list[Job], size: int) -> list[list[Job]]:
+    """Cut `group` into chunks of about `size` jobs, never splitting a class of equivalent
+    jobs (same instance_key): a chunk holding a class larger than `size` is that whole
+    class, since its equivalent rows cost no solving. So every canonical instance is
+    solved once per run, by the batch that also records its equivalents."""
+    classes: dict[str, list[Job]] = {}
+    for job in group:
+        classes.setdefault(job.instance.key, []).append(job)
+    chunks: list[list[Job]] = []
+    for members in classes.values():
+        if chunks and len(chunks[-1]) + len(members) <= size:
+            chunks[-1].extend(members)
+        else:
+            chunks.append(list(members))
+    return chunks
 
 
 def auto_batch_size(count: int, workers: int) -> int:

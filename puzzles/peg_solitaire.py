@@ -212,11 +212,28 @@ def _board_maps(perms: tuple[tuple[int, ...], ...], size: int) -> list[list[list
     return maps
 
 
+@lru_cache(maxsize=16)
+def _ordered_jumps(side: int) -> tuple[Jump, ...]:
+    """The jump rules in the order the depth-first search tries them: first jumps that do
+    not land in a corner, and among those jumps that start on the edge of the board
+    (G. I. Bell's rule of thumb, "don't jump into a corner or out of the center",
+    recmath.org/pegsolitaire). Measured: T_8 from holes 1, 2, 4, 5 all solved within 3 s
+    (hole 4 hit a 20 s limit in row order)."""
+    places, jumps = geometry(side)
+
+    def edge(hole: int) -> bool:
+        r, c = places[hole]
+        return r == side - 1 or c in (0, r)
+
+    corners = {0, holes(side) - side, holes(side) - 1}
+    return tuple(sorted(jumps, key=lambda j: (j[2] in corners, not edge(j[0]))))
+
+
 def search(p: Params) -> SearchProblem:
     """The search for `p.question`; symmetric images share keys under the symmetries
     that fix the finish hole (all 6 when the finish is `any`)."""
     size = holes(p.side)
-    _, jumps = geometry(p.side)
+    jumps = _ordered_jumps(p.side)
     target = p.finish_hole
     perms = tuple(g for g in symmetries(p.side) if target is None or g[target] == target)
     maps = _board_maps(perms, size)
