@@ -166,14 +166,23 @@ def query(
     return columns, cursor.fetchall()
 
 
+def _own_key(catalog: str | Path) -> str:
+    """The SQL expression of a row's own params key. Rows written before `params_key`
+    existed have instance_key = the hash of their own params, which is the same thing."""
+    columns, _ = query(catalog, "SELECT * FROM results LIMIT 0")
+    return "coalesce(params_key, instance_key)" if "params_key" in columns else "instance_key"
+
+
 def finished(catalog: str | Path) -> set[tuple[str, str, float, int | None]]:
-    """The (instance_key, solver, time_limit, node_limit) that already have a final
-    result (any status but `error`); empty for a missing or empty catalog."""
+    """The (params_key, solver, time_limit, node_limit) that already have a final
+    result (any status but `error`); empty for a missing or empty catalog. Keyed by
+    params_key, not instance_key, so an instance equivalent to one solved in an earlier
+    run still gets its own row."""
     if not Path(catalog).is_dir() or not files(catalog):
         return set()
     _, rows = query(
         catalog,
-        "SELECT DISTINCT instance_key, solver, time_limit, node_limit FROM results "
+        f"SELECT DISTINCT {_own_key(catalog)}, solver, time_limit, node_limit FROM results "
         "WHERE status <> 'error'",
     )
     return {(key, solver, limit, nodes) for key, solver, limit, nodes in rows}
@@ -182,7 +191,7 @@ def finished(catalog: str | Path) -> set[tuple[str, str, float, int | None]]:
 LATEST = """
 SELECT * FROM results WHERE sweep = ?
 QUALIFY row_number() OVER (
-    PARTITION BY params_key, solver, time_limit, node_limit
+    PARTITION BY {key}, solver, time_limit, node_limit
     ORDER BY status = 'error', finished_at DESC) = 1
 """
 
@@ -190,5 +199,5 @@ QUALIFY row_number() OVER (
 def latest(catalog: str | Path, sweep: str) -> list[dict]:
     """The latest result of every (instance, solver, limits) of sweep `sweep`, a final
     one before an error, as dicts of column → value."""
-    columns, rows = query(catalog, LATEST, [sweep])
+    columns, rows = query(catalog, LATEST.format(key=_own_key(catalog)), [sweep])
     return [dict(zip(columns, row, strict=True)) for row in rows]

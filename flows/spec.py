@@ -72,7 +72,13 @@ class Job:
     @property
     def done_key(self) -> tuple[str, str, float, int | None]:
         """What makes a catalog result final for this job (see `catalog.finished`)."""
-        return (self.instance.key, self.solver, self.limits.time_limit, self.limits.node_limit)
+        # the instance's own params_key: an equivalent instance is a row of its own
+        return (
+            self.instance.params_key,
+            self.solver,
+            self.limits.time_limit,
+            self.limits.node_limit,
+        )
 
 
 @dataclass(frozen=True)
@@ -159,9 +165,7 @@ def parse(text: str, source: str = "<spec>") -> Sweep:
             except BadInput as exc:
                 raise BadInput(f"{where}: {exc}") from None
             job = Job(Instance(study.family, params), solver, limits, number)
-            # equivalent instances share done_key (their canonical key) but each keeps
-            # its own job, so it gets its own (equivalent) row
-            jobs.setdefault((*job.done_key, job.instance.params_key), job)
+            jobs.setdefault(job.done_key, job)
     return Sweep(spec.name, text, list(jobs.values()))
 
 

@@ -45,6 +45,7 @@ CatalogOption = Annotated[
     ),
 ]
 INTEGER = re.compile(r"^-?\d+$")
+DONE = ("params_key", "solver", "time_limit", "node_limit")  # the columns of Job.done_key
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
@@ -160,15 +161,14 @@ def _summary_table(catalog_path: str, plan) -> Table:
     """The latest result of every instance of `plan`, read back from the catalog."""
     from puzzlesweep import puzzles
 
-    # one row per instance of the plan: (params_key, solver, time_limit, node_limit)
-    wanted = {(j.instance.params_key, *j.done_key[1:]): j for j in plan.jobs}
-    rows = [
-        r
-        for r in store.latest(catalog_path, plan.name)
-        if (r["params_key"], r["solver"], r["time_limit"], r["node_limit"]) in wanted
-    ]
+    wanted = {job.done_key: job for job in plan.jobs}
+
+    def done_key(r: dict) -> tuple:  # rows from before params_key: instance_key is it
+        return (r.get("params_key") or r["instance_key"], *(r[k] for k in DONE[1:]))
+
+    rows = [r for r in store.latest(catalog_path, plan.name) if done_key(r) in wanted]
     order = {key: i for i, key in enumerate(wanted)}
-    rows.sort(key=lambda r: order[(r["params_key"], r["solver"], r["time_limit"], r["node_limit"])])
+    rows.sort(key=lambda r: order[done_key(r)])
     table = Table(
         title=f"sweep {plan.name}: {len(rows)} of {len(wanted)} instances in {catalog_path}"
     )

@@ -80,6 +80,18 @@ def test_a_sweep_solves_each_canonical_instance_once(prefect_api, tmp_path):
     )
     assert rows[0] == ([4, 5], 0.0) and rows[-1] == ([8, 1], 4.0)
 
+    # A later run with one more box equivalent to the solved ones: it is new (its own
+    # params), so it gets its own row under the same instance_key; the rest are skipped.
+    spec.write_text(SPEC.replace("[1, 4, 3]]", "[1, 4, 3], [3, 1, 4]]"))
+    again = run_sweep(str(spec), str(results), workers=1)
+    assert (again["solved"], again["skipped"]) == (1, 27)
+    _, rows = catalog.query(
+        results,
+        "SELECT count(*), count(DISTINCT instance_key), count(DISTINCT params_key) "
+        "FROM results WHERE family = 'no_k_in_row'",
+    )
+    assert rows == [(4, 1, 4)]
+
     done = cli("catalog", "verify", "--catalog", str(results))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "27 solutions re-checked, 0 failed" in done.stdout
+    assert "28 solutions re-checked, 0 failed" in done.stdout
