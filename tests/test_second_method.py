@@ -60,7 +60,7 @@ boxes = (
         st.lists(st.integers(1, 3), min_size=3, max_size=3),
         st.lists(st.integers(1, 2), min_size=4, max_size=5),
     )
-    .filter(lambda dims: max(dims) >= 2 and math.prod(dims) <= 36)
+    .filter(lambda dims: max(dims) >= 2 and math.prod(dims) <= 20)
     .flatmap(lambda dims: st.tuples(st.just(dims), st.integers(2, max(dims))))
 )
 
