@@ -19,7 +19,7 @@ counts = ["all", [4, 5]]
 [[study]]
 family = "no_k_in_row"
 [study.grid]
-dims = [[3, 4], [4, 3], [1, 4, 3]]
+dims = [[4, 4], [3, 4], [4, 3], [1, 4, 3]]
 k = 3
 
 [[study]]
@@ -43,8 +43,8 @@ def test_a_sweep_solves_each_canonical_instance_once(prefect_api, tmp_path):
     spec.write_text(SPEC)
     results = tmp_path / "results"
     report = run_sweep(str(spec), str(results), workers=2)
-    # 4 splits + (4, 5); 3 boxes; 4 boards; 15 start holes.
-    assert (report["planned"], report["solved"]) == (5 + 3 + 4 + 15, 27)
+    # 4 splits + (4, 5); 4 boxes; 4 boards; 15 start holes.
+    assert (report["planned"], report["solved"]) == (5 + 4 + 4 + 15, 28)
 
     _, rows = catalog.query(
         results,
@@ -55,12 +55,12 @@ def test_a_sweep_solves_each_canonical_instance_once(prefect_api, tmp_path):
     assert rows == [
         ("domination", 4, 3, 1, 4),  # 2x3 and 3x2 are one instance
         ("monochromatic_lines", 5, 4, 1, 5),  # (4, 5) is (5, 4)
-        ("no_k_in_row", 3, 1, 2, 3),  # 3x4, 4x3 and 1x4x3 are one box
+        ("no_k_in_row", 4, 2, 2, 4),  # 3x4, 4x3 and 1x4x3 are one box
         ("peg_solitaire", 15, 4, 11, 15),  # T_5 has 4 classes of start holes
     ]
-    # Published values: OEIS A006075 (knights 2x2 -> 4, 3x3 -> 4); A181018 via PUZZLES.md
-    # is square only, so 3x4 with k = 3 is checked against the exhaustive search in
-    # test_second_method; Jaap's table (trisolit.htm): from every corner, 4 finishing holes.
+    # Published values: OEIS A006075 (knights 2x2 -> 4, 3x3 -> 4); A181018 (PUZZLES.md):
+    # 4x4 keeps 9 of 16 stones with no 3 in a row, so 7 are removed; Jaap Scherphuis's
+    # table (jaapsch.net/puzzles/trisolit.htm): from every corner, 4 finishing holes.
     _, rows = catalog.query(
         results,
         "SELECT rows, cols, objective FROM results WHERE family = 'domination' ORDER BY rows, cols",
@@ -79,19 +79,23 @@ def test_a_sweep_solves_each_canonical_instance_once(prefect_api, tmp_path):
         "ORDER BY counts",
     )
     assert rows[0] == ([4, 5], 0.0) and rows[-1] == ([8, 1], 4.0)
+    _, rows = catalog.query(
+        results, "SELECT objective FROM results WHERE family = 'no_k_in_row' AND dims = [4, 4]"
+    )
+    assert rows == [(7.0,)]
 
     # A later run with one more box equivalent to the solved ones: it is new (its own
     # params), so it gets its own row under the same instance_key; the rest are skipped.
     spec.write_text(SPEC.replace("[1, 4, 3]]", "[1, 4, 3], [3, 1, 4]]"))
     again = run_sweep(str(spec), str(results), workers=1)
-    assert (again["solved"], again["skipped"]) == (1, 27)
+    assert (again["solved"], again["skipped"]) == (1, 28)
     _, rows = catalog.query(
         results,
         "SELECT count(*), count(DISTINCT instance_key), count(DISTINCT params_key) "
         "FROM results WHERE family = 'no_k_in_row'",
     )
-    assert rows == [(4, 1, 4)]
+    assert rows == [(5, 2, 5)]
 
     done = cli("catalog", "verify", "--catalog", str(results))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "28 solutions re-checked, 0 failed" in done.stdout
+    assert "29 solutions re-checked, 0 failed" in done.stdout
