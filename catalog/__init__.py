@@ -1,60 +1,76 @@
-"""The Parquet catalog: one directory of Hive-partitioned files, one view `results`.
+"""The Parquet catalog: Hive-partitioned result files, run manifests, one view `results`.
 
-Layout: `CATALOG/family=NAME/part-RUNID-BATCH.parquet`, one file per batch, each written
-under a hidden temporary name in the same directory, fsynced and renamed into place, so
-a reader never sees half a file (DESIGN.md, measured: 0 failed scans in 332). DuckDB
-reads every file with `union_by_name` (families have different parameter columns) and
-Hive partitioning.
+A catalog is a directory, a `file://` URL, or any URL a pyarrow filesystem opens; every
+file operation goes through that filesystem (`store.py`). Each batch of results is one
+Parquet file, `family=NAME/part-RUN_ID-BATCH.parquet`, written with pyarrow datasets
+under a hidden temporary name and moved into place, so a reader never sees half a file
+(DESIGN.md, measured: 0 failed scans in 332). The batch's name is fixed by its run and
+number, so a retried or re-executed batch replaces its own file instead of adding rows.
 
-Columns: `COMMON_COLUMNS` (the DESIGN.md result columns plus the limits that make a
-result final, `params_key` (the hash of the row's own parameters, while `instance_key`
-is the hash of their canonical form, shared by equivalent instances) and `equivalent`
-(True for a row carried over by symmetry from an equivalent instance solved in the same
-batch)), then the family's parameters as typed columns under their own names
-(integers as int64, words as strings, lists as Arrow lists).
+Reading takes a snapshot (commit records, then the listing; see `store.py`) and gives
+DuckDB the explicit list of visible files, read with `union_by_name` (families have
+different parameter columns) and Hive partitioning. Off the local disk the same files
+are scanned through a pyarrow dataset on the same filesystem.
+
+    from puzzlesweep import catalog
+    rel = catalog.open("results")                       # DuckDB relation over `results`
+    rel.filter("family = 'domination'").aggregate("max(objective)")
+    catalog.to_arrow("results", "SELECT * FROM results WHERE status = 'optimal'")
+    catalog.to_pandas("results", "SELECT family, count(*) n FROM results GROUP BY ALL")
 """
 
 import os
-import types
-import typing
-import uuid
-from pathlib import Path
+import socket
+import sys
+from collections.abc import Iterable
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from puzzlesweep.catalog.schema import (
+    COMMON_COLUMNS,
+    COMMON_NAMES,
+    MANIFEST_SCHEMA,
+    SCHEMA_VERSION,
+    STATUSES,
+    file_schema,
+    schema,
+)
+from puzzlesweep.catalog.store import RUNS, Location, exists, locate, snapshot, write_table
 from puzzlesweep.core import BadInput
 
-SCHEMA_VERSION = 1
-
-COMMON_COLUMNS: list[tuple[str, pa.DataType]] = [
-    ("run_id", pa.string()),
-    ("sweep", pa.string()),
-    ("family", pa.string()),
-    ("instance_key", pa.string()),
-    ("params_key", pa.string()),
-    ("equivalent", pa.bool_()),
-    ("solver", pa.string()),
-    ("solver_version", pa.string()),
-    ("status", pa.string()),
-    ("objective", pa.float64()),
-    ("bound", pa.float64()),
-    ("gap", pa.float64()),
-    ("solve_seconds", pa.float64()),
-    ("nodes", pa.int64()),
-    ("solution", pa.string()),
-    ("verified", pa.bool_()),
-    ("error", pa.string()),
-    ("worker", pa.string()),
-    ("started_at", pa.timestamp("us", tz="UTC")),
-    ("finished_at", pa.timestamp("us", tz="UTC")),
-    ("time_limit", pa.float64()),
-    ("node_limit", pa.int64()),
-    ("puzzlesweep_version", pa.string()),
-    ("schema_version", pa.int32()),
+__all__ = [
+    "BadInput",
+    "COMMON_COLUMNS",
+    "COMMON_NAMES",
+    "SCHEMA_VERSION",
+    "STATUSES",
+    "Location",
+    "batch_name",
+    "connect",
+    "default_catalog",
+    "file_schema",
+    "files",
+    "finished",
+    "latest",
+    "locate",
+    "open",
+    "query",
+    "read_batch",
+    "read_run",
+    "resolve",
+    "schema",
+    "to_arrow",
+    "to_pandas",
+    "versions",
+    "write_batch",
+    "write_run",
 ]
-COMMON_NAMES = {name for name, _ in COMMON_COLUMNS}
+
+CatalogLike = str | Path | Location
 
 
 def default_catalog() -> str:
@@ -62,130 +78,223 @@ def default_catalog() -> str:
     return os.environ.get("PUZZLESWEEP_CATALOG", "results")
 
 
-def _arrow_type(annotation: Any) -> pa.DataType:
-    """The Arrow type of a parameter annotation (int, str, Literal of str, list[int])."""
-    origin = typing.get_origin(annotation)
-    if annotation is int:
-        return pa.int64()
-    if annotation is float:
-        return pa.float64()
-    if annotation is bool:
-        return pa.bool_()
-    if annotation is str or origin is typing.Literal:
-        return pa.string()
-    if origin is list:
-        return pa.list_(_arrow_type(typing.get_args(annotation)[0]))
-    if origin in (typing.Union, types.UnionType):
-        (inner,) = [a for a in typing.get_args(annotation) if a is not type(None)]
-        return _arrow_type(inner)
-    raise TypeError(f"no Arrow type for parameter annotation {annotation!r}")
+def resolve(catalog: CatalogLike) -> str:
+    """The catalog as a string any process can use: an absolute path for a local
+    directory (Dask workers may run in another working directory), else the URL.
+    Raises BadInput as `locate` does."""
+    location = locate(catalog)
+    return location.root if location.local and "://" not in location.uri else location.uri
 
 
-def schema(params_model: type) -> pa.Schema:
-    """The Arrow schema of one family's rows: common columns, then its parameters.
-    Raises ValueError when a parameter reuses a common column's name."""
-    fields = [pa.field(name, kind) for name, kind in COMMON_COLUMNS]
-    for name, info in params_model.model_fields.items():
-        if name in COMMON_NAMES:
-            raise ValueError(f"parameter {name!r} reuses a common column's name")
-        fields.append(pa.field(name, _arrow_type(info.annotation)))
-    return pa.schema(fields)
+def batch_name(run_id: str, number: int) -> str:
+    """The file name of batch `number` (0-based) of run `run_id`."""
+    return f"part-{run_id}-{number:05d}.parquet"
 
 
-def write_batch(catalog: str | Path, family: str, params_model: type, rows: list[dict]) -> Path:
-    """Write `rows` (dicts with the common columns and a `params` dict) as one Parquet
-    file under `catalog/family=FAMILY/`, atomically; returns the file's path.
+def write_batch(
+    catalog: CatalogLike, family: str, params_model: type, rows: list[dict], name: str | None = None
+) -> str:
+    """Write `rows` (dicts with the common columns and a `params` dict, all of family
+    `family`) as one Parquet file `family=FAMILY/NAME`, atomically; returns its path.
 
-    The file is written under a hidden `.part-*.tmp` name in the same directory,
-    fsynced, renamed with os.replace, and the directory fsynced.
-    """
-    table_schema = schema(params_model)
+    `name` defaults to a fresh `part-RUN_ID-RANDOM.parquet`; a file of the same name is
+    replaced whole. Raises ValueError for an empty batch or rows of another family, and
+    pyarrow's errors for values that do not fit the schema."""
+    import uuid
+
+    if not rows:
+        raise ValueError("a batch file needs at least one row")
+    if any(row["family"] != family for row in rows):
+        raise ValueError(f"every row of a {family} batch must be of family {family}")
     flat = [{**{k: v for k, v in row.items() if k != "params"}, **row["params"]} for row in rows]
-    table = pa.Table.from_pylist(flat, schema=table_schema)
-    directory = Path(catalog) / f"family={family}"
-    directory.mkdir(parents=True, exist_ok=True)
-    run_id = rows[0].get("run_id", "run") if rows else "run"
-    name = f"part-{run_id}-{uuid.uuid4().hex[:12]}.parquet"
-    temporary = directory / f".{name}.tmp"
-    with open(temporary, "wb") as sink:
-        pq.write_table(table, sink, compression="zstd")
-        sink.flush()
-        os.fsync(sink.fileno())
-    final = directory / name
-    os.replace(temporary, final)
-    descriptor = os.open(directory, os.O_RDONLY)
+    table = pa.Table.from_pylist(flat, schema=schema(params_model))
+    name = name or f"part-{rows[0].get('run_id', 'run')}-{uuid.uuid4().hex[:12]}.parquet"
+    return write_table(locate(catalog), table, "", name, partition="family")
+
+
+def read_batch(catalog: CatalogLike, family: str, name: str) -> list[dict] | None:
+    """The rows (dicts of column → value) of the result file `family=FAMILY/NAME`, or
+    None when it does not exist."""
+    location = locate(catalog)
     try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-    return final
+        table = pq.read_table(location.path(f"family={family}", name), filesystem=location.fs)
+    except FileNotFoundError:
+        return None
+    return table.to_pylist()
 
 
-def files(catalog: str | Path) -> list[Path]:
-    """Every committed Parquet file of the catalog (temporary files excluded)."""
-    return sorted(Path(catalog).glob("family=*/*.parquet"))
+def files(catalog: CatalogLike) -> list[PurePosixPath]:
+    """The visible result files of the catalog (empty when it does not exist)."""
+    return [PurePosixPath(path) for path in snapshot(locate(catalog)).files]
 
 
-def connect(catalog: str | Path):
-    """A DuckDB connection with the view `results` over the whole catalog.
+def _arrow_dataset(location: Location, paths: list[str]):
+    """A pyarrow dataset over `paths` with the union of their schemas and `family` from
+    the Hive directories."""
+    import pyarrow.dataset as ds
 
-    Raises BadInput when the directory does not exist or holds no results yet.
-    """
+    schemas = [pq.read_schema(path, filesystem=location.fs) for path in paths]
+    unified = pa.unify_schemas(
+        [*schemas, pa.schema([("family", pa.string())])], promote_options="permissive"
+    )
+    return ds.dataset(
+        paths,
+        schema=unified,
+        format="parquet",
+        filesystem=location.fs,
+        partitioning=ds.partitioning(pa.schema([("family", pa.string())]), flavor="hive"),
+        partition_base_dir=location.root,
+    )
+
+
+def _sql_list(paths: list[str]) -> str:
+    return "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
+
+
+def connect(catalog: CatalogLike, engine: str = "auto"):
+    """A DuckDB connection with the views `results` (every visible result) and `runs`
+    (every run manifest row; absent when no run wrote one). The file list is fixed when
+    the connection is made: connect again to see newer results.
+
+    `engine`: `duckdb` reads the files with DuckDB's Parquet reader (local files only),
+    `arrow` scans a pyarrow dataset on the catalog's filesystem, `auto` picks `duckdb`
+    locally and `arrow` elsewhere. Raises BadInput when the catalog does not exist or
+    holds no results, or for an unknown engine."""
     import duckdb
 
-    root = Path(catalog)
-    if not root.is_dir():
-        raise BadInput(f"catalog {root} does not exist (run a sweep into it first)")
-    if not files(root):
-        raise BadInput(f"catalog {root} holds no results yet (no family=*/*.parquet files)")
+    if engine not in ("auto", "duckdb", "arrow"):
+        raise BadInput(f"engine must be auto, duckdb or arrow, not {engine!r}")
+    location = locate(catalog)
+    if not exists(location):
+        raise BadInput(f"catalog {location.uri} does not exist (run a sweep into it first)")
+    shot = snapshot(location)
+    if not shot.files:
+        raise BadInput(f"catalog {location.uri} holds no results yet (no family=*/*.parquet)")
+    if engine == "auto":
+        engine = "duckdb" if location.local else "arrow"
+    if engine == "duckdb" and not location.local:
+        raise BadInput("engine duckdb reads local catalogs only; use engine arrow")
     connection = duckdb.connect()
-    pattern = str(root / "family=*" / "*.parquet").replace("'", "''")
-    connection.execute(
-        "CREATE VIEW results AS SELECT * FROM read_parquet("
-        f"'{pattern}', hive_partitioning = true, union_by_name = true)"
-    )
+    if engine == "duckdb":
+        connection.execute(
+            f"CREATE VIEW results AS SELECT * FROM read_parquet({_sql_list(shot.files)}, "
+            "hive_partitioning = true, union_by_name = true)"
+        )
+        if shot.runs:
+            connection.execute(
+                f"CREATE VIEW runs AS SELECT * FROM read_parquet({_sql_list(shot.runs)}, "
+                "union_by_name = true)"
+            )
+    else:
+        connection.register("results", _arrow_dataset(location, shot.files))
+        if shot.runs:
+            tables = [pq.read_table(p, filesystem=location.fs) for p in shot.runs]
+            connection.register("runs", pa.concat_tables(tables, promote_options="permissive"))
     return connection
 
 
-def query(
-    catalog: str | Path, sql: str, parameters: list | None = None
-) -> tuple[list[str], list[tuple]]:
-    """Run `sql` (with `?` placeholders bound to `parameters`) over the view `results`;
-    returns (column names, rows).
+def open(catalog: CatalogLike, engine: str = "auto"):
+    """The DuckDB relation `results` over the whole catalog (see `connect`): filter,
+    aggregate, `.to_arrow_table()`, `.df()`. Raises BadInput as `connect` does."""
+    return connect(catalog, engine).view("results")
 
-    Raises BadInput for an empty catalog or an SQL error (with DuckDB's message).
-    """
+
+def _execute(catalog: CatalogLike, sql: str, parameters: list | None, engine: str = "auto"):
     import duckdb
 
-    connection = connect(catalog)
+    connection = connect(catalog, engine)
     try:
-        cursor = connection.execute(sql, parameters or [])
+        relation = connection.sql(sql, params=parameters or None)
     except duckdb.Error as exc:
         raise BadInput(f"query failed: {exc}") from None
-    columns = [d[0] for d in cursor.description or []]
-    return columns, cursor.fetchall()
+    if relation is None:
+        raise BadInput("query failed: the statement returns no rows (use SELECT)")
+    return relation
 
 
-def _own_key(catalog: str | Path) -> str:
-    """The SQL expression of a row's own params key. Rows written before `params_key`
-    existed have instance_key = the hash of their own params, which is the same thing."""
-    columns, _ = query(catalog, "SELECT * FROM results LIMIT 0")
-    return "coalesce(params_key, instance_key)" if "params_key" in columns else "instance_key"
+def query(
+    catalog: CatalogLike, sql: str, parameters: list | None = None
+) -> tuple[list[str], list[tuple]]:
+    """Run `sql` (with `?` placeholders bound to `parameters`) over the views `results`
+    and `runs`; returns (column names, rows as tuples).
+
+    Raises BadInput for a missing or empty catalog or an SQL error (DuckDB's message)."""
+    import duckdb
+
+    relation = _execute(catalog, sql, parameters)
+    try:
+        return list(relation.columns), relation.fetchall()
+    except duckdb.Error as exc:
+        raise BadInput(f"query failed: {exc}") from None
 
 
-def finished(catalog: str | Path) -> set[tuple[str, str, float, int | None]]:
-    """The (params_key, solver, time_limit, node_limit) that already have a final
-    result (any status but `error`); empty for a missing or empty catalog. Keyed by
-    params_key, not instance_key, so an instance equivalent to one solved in an earlier
-    run still gets its own row."""
-    if not Path(catalog).is_dir() or not files(catalog):
+def to_arrow(
+    catalog: CatalogLike, sql: str = "SELECT * FROM results", parameters: list | None = None
+) -> pa.Table:
+    """The result of `sql` over the catalog as a pyarrow Table (typed columns: lists
+    stay lists, timestamps UTC). Raises BadInput as `query` does."""
+    return _execute(catalog, sql, parameters).to_arrow_table()
+
+
+def to_pandas(
+    catalog: CatalogLike, sql: str = "SELECT * FROM results", parameters: list | None = None
+):
+    """The result of `sql` over the catalog as a pandas DataFrame (needs pandas
+    installed; raises ImportError naming it otherwise). Raises BadInput as `query`."""
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        raise ImportError("to_pandas needs pandas: pip install pandas") from None
+    return _execute(catalog, sql, parameters).df()
+
+
+def finished(
+    catalog: CatalogLike, planned: Iterable[tuple[str, str, float, int | None]] | None = None
+) -> set[tuple[str, str, float, int | None]]:
+    """The (params_key, solver, time_limit in seconds, node_limit) that already have a
+    final result (any status but `error`); empty for a missing or empty catalog. Keyed by
+    the row's own params_key, not the shared instance_key, so an instance equivalent to
+    one solved in an earlier run still gets its own row.
+
+    With `planned` (such tuples), only those are looked up: DuckDB joins them with the
+    catalog, so the answer, and its cost in Python, scale with the plan, not with the
+    catalog."""
+    location = locate(catalog)
+    if not snapshot(location).files:
         return set()
-    _, rows = query(
-        catalog,
-        f"SELECT DISTINCT {_own_key(catalog)}, solver, time_limit, node_limit FROM results "
-        "WHERE status <> 'error'",
+    connection = connect(location)
+    own = _own_key(connection.execute("SELECT * FROM results LIMIT 0").description)
+    sql = (
+        f"SELECT DISTINCT {own}, solver, time_limit, node_limit FROM results "
+        "WHERE status <> 'error'"
     )
+    if planned is not None:
+        keys = pa.table(
+            list(zip(*planned, strict=True)) or [[], [], [], []],
+            schema=pa.schema(
+                [
+                    ("params_key", pa.string()),
+                    ("solver", pa.string()),
+                    ("time_limit", pa.float64()),
+                    ("node_limit", pa.int64()),
+                ]
+            ),
+        )
+        connection.register("planned", keys)
+        sql += (
+            f" AND ({own}, solver, time_limit, coalesce(node_limit, -1)) IN "
+            "(SELECT (params_key, solver, time_limit, coalesce(node_limit, -1)) FROM planned)"
+        )
+    rows = connection.execute(sql).fetchall()
     return {(key, solver, limit, nodes) for key, solver, limit, nodes in rows}
+
+
+def _own_key(description) -> str:
+    """The SQL expression of a row's own params key, given the `results` columns (a DuckDB
+    cursor description). Rows written before `params_key` existed have instance_key = the
+    hash of their own params, which is the same thing."""
+    names = {column[0] for column in description or []}
+    return "coalesce(params_key, instance_key)" if "params_key" in names else "instance_key"
 
 
 LATEST = """
@@ -196,8 +305,65 @@ QUALIFY row_number() OVER (
 """
 
 
-def latest(catalog: str | Path, sweep: str) -> list[dict]:
+def latest(catalog: CatalogLike, sweep: str) -> list[dict]:
     """The latest result of every (instance, solver, limits) of sweep `sweep`, a final
-    one before an error, as dicts of column → value."""
-    columns, rows = query(catalog, LATEST.format(key=_own_key(catalog)), [sweep])
+    one before an error, as dicts of column → value (one per params_key: equivalent
+    instances each keep their row)."""
+    columns, _ = query(catalog, "SELECT * FROM results LIMIT 0")
+    key = _own_key([(name,) for name in columns])
+    columns, rows = query(catalog, LATEST.format(key=key), [sweep])
     return [dict(zip(columns, row, strict=True)) for row in rows]
+
+
+def _version(package: str) -> str:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return ""
+
+
+def versions() -> dict[str, str]:
+    """The versions a manifest records: puzzlesweep, HiGHS (highspy), Prefect, Dask,
+    distributed and Python."""
+    return {
+        "puzzlesweep_version": _version("puzzlesweep"),
+        "highs_version": _version("highspy"),
+        "prefect_version": _version("prefect"),
+        "dask_version": _version("dask"),
+        "distributed_version": _version("distributed"),
+        "python_version": sys.version.split()[0],
+    }
+
+
+def write_run(catalog: CatalogLike, run: dict[str, Any]) -> str:
+    """Write (or replace) the manifest row of run `run["run_id"]` as
+    `_runs/run-RUN_ID.parquet`, atomically; returns its path. Missing columns of
+    `MANIFEST_SCHEMA` are filled in: versions, host, pid, schema_version, else null."""
+    row = {
+        **versions(),
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "schema_version": SCHEMA_VERSION,
+        **run,
+    }
+    unknown = set(row) - set(MANIFEST_SCHEMA.names)
+    if unknown:
+        raise ValueError(f"unknown manifest columns: {', '.join(sorted(unknown))}")
+    table = pa.Table.from_pylist([row], schema=MANIFEST_SCHEMA)
+    return write_table(locate(catalog), table, RUNS, f"run-{row['run_id']}.parquet")
+
+
+def read_run(catalog: CatalogLike, run_id: str) -> dict[str, Any] | None:
+    """The manifest row of run `run_id` as a dict, or None when there is none."""
+    location = locate(catalog)
+    path = location.path(RUNS, f"run-{run_id}.parquet")
+    try:
+        rows = pq.read_table(path, filesystem=location.fs).to_pylist()
+    except FileNotFoundError:
+        return None
+    return rows[0] if rows else None
+
+
+from puzzlesweep.catalog.maintenance import Problem, check, compact  # noqa: E402
+
+__all__ += ["Problem", "check", "compact"]

@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from uuid import uuid4
 
@@ -42,6 +42,7 @@ class Batch:
     solver: str
     limits: Limits
     params: tuple[dict, ...]
+    number: int = 0  # its place in the run: names its file, so a retry replaces it
 
 
 def batches(jobs: list[Job], run_id: str, sweep: str, size: int) -> list[Batch]:
@@ -56,7 +57,8 @@ def batches(jobs: list[Job], run_id: str, sweep: str, size: int) -> list[Batch]:
         for chunk in _chunks(group, size):
             params = tuple(j.instance.params.model_dump() for j in chunk)
             found.append(Batch(run_id, sweep, family, solver, limits, params))
-    return sorted(found, key=lambda b: -b.limits.time_limit)
+    found.sort(key=lambda b: -b.limits.time_limit)
+    return [replace(batch, number=number) for number, batch in enumerate(found)]
 
 
 def _chunks(group: list[Job], size: int) -> list[list[Job]]:
@@ -93,10 +95,27 @@ def _worker_name() -> str:
 @task(name="solve-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
 def solve_batch(batch: Batch, catalog_path: str) -> dict:
     """Solve, verify and write one batch; returns {"file", "counts" (status → count),
-    "instances", "verified"}."""
+    "instances", "verified"}. A batch whose file is already in the catalog (a retry, or
+    Dask re-running a task whose worker died after writing) is not solved again."""
+    family = puzzles.get(batch.family)
+    name = catalog.batch_name(batch.run_id, batch.number)
+    if (written := catalog.read_batch(catalog_path, batch.family, name)) is not None:
+        rows = written
+    else:
+        rows = _solve_rows(batch, family)
+        catalog.write_batch(catalog_path, batch.family, family.Params, rows, name)
+    return {
+        "file": name,
+        "counts": dict(Counter(row["status"] for row in rows)),
+        "instances": len(rows),
+        "verified": sum(bool(row["verified"]) for row in rows),
+    }
+
+
+def _solve_rows(batch: Batch, family) -> list[dict]:
+    """The catalog rows of every instance of `batch`, solved and verified here."""
     from puzzlesweep.core import Instance, make_params
 
-    family = puzzles.get(batch.family)
     worker = _worker_name()
     instances = [Instance(batch.family, make_params(family.Params, raw)) for raw in batch.params]
     rows = solve_instances(instances, batch.solver, batch.limits)
@@ -108,13 +127,7 @@ def solve_batch(batch: Batch, catalog_path: str) -> dict:
             puzzlesweep_version=__version__,
             schema_version=catalog.SCHEMA_VERSION,
         )
-    path = catalog.write_batch(catalog_path, batch.family, family.Params, rows)
-    return {
-        "file": str(path),
-        "counts": dict(Counter(row["status"] for row in rows)),
-        "instances": len(rows),
-        "verified": sum(bool(row["verified"]) for row in rows),
-    }
+    return rows
 
 
 @flow(name="sweep")
@@ -127,11 +140,14 @@ def sweep(
 ) -> dict:
     """Run the sweep of `spec_path` into `catalog_path`; returns {"run_id", "sweep",
     "planned", "skipped", "solved", "counts", "batches", "seconds"}. Instances with a
-    final result for the same solver and limits are skipped unless `force`."""
+    final result for the same solver and limits are skipped unless `force`. The run's
+    manifest row is written before the first batch (state `running`) and replaced at
+    the end (`finished`, or `failed` when a batch raised), with its counts by status."""
     logger = get_run_logger()
     started = time.perf_counter()
     plan = load(spec_path)
-    done = set() if force else catalog.finished(catalog_path)
+    catalog_path = catalog.resolve(catalog_path)  # workers may run elsewhere
+    done = set() if force else catalog.finished(catalog_path, [j.done_key for j in plan.jobs])
     todo = [job for job in plan.jobs if job.done_key not in done]
     run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid4().hex[:6]}"
     size = batch_size or auto_batch_size(len(todo), workers)
@@ -144,14 +160,32 @@ def sweep(
         len(todo),
         len(work),
     )
+    manifest = {
+        "run_id": run_id,
+        "sweep": plan.name,
+        "spec_path": str(spec_path),
+        "spec": plan.text,
+        "started_at": datetime.now(UTC),
+        "planned": len(plan.jobs),
+        "skipped": len(plan.jobs) - len(todo),
+        "batches": len(work),
+        "batch_size": size,
+        "force": force,
+    }
+    catalog.write_run(catalog_path, {**manifest, "state": "running"})
     counts: Counter = Counter()
     solved = 0
-    futures = [solve_batch.submit(batch, catalog_path) for batch in work]
-    for future in as_completed(futures):
-        report = future.result()
-        counts.update(report["counts"])
-        solved += report["instances"]
-        logger.info("%d/%d instances solved (%s)", solved, len(todo), dict(counts))
+    try:
+        futures = [solve_batch.submit(batch, catalog_path) for batch in work]
+        for future in as_completed(futures):
+            report = future.result()
+            counts.update(report["counts"])
+            solved += report["instances"]
+            logger.info("%d/%d instances solved (%s)", solved, len(todo), dict(counts))
+    finally:
+        state = "finished" if solved == len(todo) else "failed"
+        ended = {"state": state, "finished_at": datetime.now(UTC), "solved": solved}
+        catalog.write_run(catalog_path, {**manifest, **ended, **_status_counts(counts)})
     return {
         "run_id": run_id,
         "sweep": plan.name,
@@ -162,6 +196,11 @@ def sweep(
         "batches": len(work),
         "seconds": time.perf_counter() - started,
     }
+
+
+def _status_counts(counts: Counter) -> dict[str, int]:
+    """One manifest column per status, zero when absent."""
+    return {status: counts.get(status, 0) for status in catalog.STATUSES}
 
 
 @contextmanager

@@ -4,7 +4,9 @@
         [--picture FILE.png|FILE.svg]
     puzzlesweep run SPEC.toml [--catalog DIR] [--address tcp://HOST:PORT] [--workers N]
     puzzlesweep catalog query "SQL over results" [--catalog DIR] [--format table|csv|json]
-    puzzlesweep catalog summary [--catalog DIR]
+    puzzlesweep catalog summary [--catalog DIR] [--sweep NAME]
+    puzzlesweep catalog check [--catalog DIR]
+    puzzlesweep catalog compact [--catalog DIR] [--family F] [--min-files N] [--grace S]
     puzzlesweep catalog verify [--catalog DIR]
 
 Parameter values on the command line are integers (`k=5`), words (`piece=knight`) or
@@ -41,7 +43,8 @@ err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 CatalogOption = Annotated[
     str | None,
     typer.Option(
-        "--catalog", help="Catalog directory [default: $PUZZLESWEEP_CATALOG or ./results]"
+        "--catalog",
+        help="Catalog directory or URL [default: $PUZZLESWEEP_CATALOG or ./results]",
     ),
 ]
 INTEGER = re.compile(r"^-?\d+$")
@@ -226,8 +229,10 @@ def run(
         plan = load(spec)  # validate everything before any work starts
     except BadInput as exc:
         raise fail(str(exc)) from None
-    if os.path.exists(catalog_path) and not os.path.isdir(catalog_path):
-        raise fail(f"catalog {catalog_path} exists and is not a directory")
+    try:
+        store.locate(catalog_path)  # a URL pyarrow cannot open, or a file, fails here
+    except BadInput as exc:
+        raise fail(str(exc)) from None
     from puzzlesweep.flows.sweep import run_sweep
 
     err.print(f"sweep {plan.name}: {len(plan.jobs)} instances from {spec} into {catalog_path}")
@@ -272,17 +277,110 @@ def catalog_query(
         out.print(table)
 
 
+def _print_rows(title: str, columns: list[str], rows: list[tuple]) -> None:
+    table = Table(*columns, title=title)
+    for row in rows:
+        table.add_row(*map(_text, row))
+    out.print(table)
+
+
 @catalog_app.command("summary")
-def catalog_summary(catalog: CatalogOption = None) -> None:
-    """Counts by run, family and status."""
-    catalog_query(
-        "SELECT run_id, sweep, family, status, count(*) AS instances, "
-        "sum(CASE WHEN verified THEN 1 ELSE 0 END) AS verified, "
-        "round(sum(solve_seconds), 2) AS solve_seconds FROM results "
-        "GROUP BY ALL ORDER BY run_id, family, status",
-        catalog,
-        "table",
-    )
+def catalog_summary(
+    catalog: CatalogOption = None,
+    sweep: Annotated[str | None, typer.Option(help="Only this sweep's results")] = None,
+) -> None:
+    """The runs (from their manifests), counts by status per run and family, then per
+    family the best result of every instance by its parameters (optimal first, then
+    the latest)."""
+    from puzzlesweep import puzzles
+
+    where, args = ("WHERE sweep = ?", [sweep]) if sweep else ("", [])
+    statuses = ", ".join(f"count(*) FILTER (status = '{s}') AS {s}" for s in store.STATUSES)
+    try:
+        location = catalog or store.default_catalog()
+        if store.snapshot(store.locate(location)).runs:
+            columns, rows = store.query(
+                location,
+                "SELECT run_id, sweep, state, host, started_at, finished_at, planned, skipped, "
+                f"solved FROM runs {where} ORDER BY run_id",
+                args,
+            )
+            _print_rows("runs", columns, rows)
+        columns, rows = store.query(
+            location,
+            f"SELECT run_id, sweep, family, count(*) AS results, {statuses}, "
+            "count(*) FILTER (verified) AS verified, round(sum(solve_seconds), 2) AS seconds "
+            f"FROM results {where} GROUP BY ALL ORDER BY run_id, family",
+            args,
+        )
+        _print_rows("counts by run and family", columns, rows)
+        _, families = store.query(
+            location, f"SELECT DISTINCT family FROM results {where} ORDER BY 1", args
+        )
+        names, _ = store.query(location, "SELECT * FROM results LIMIT 0")
+        own = store._own_key([(name,) for name in names])  # equivalents share instance_key
+        for (family,) in families:
+            if family not in puzzles.FAMILIES:
+                continue
+            params = ", ".join(f'"{k}"' for k in puzzles.get(family).Params.model_fields)
+            columns, rows = store.query(
+                location,
+                f"SELECT {params}, solver, time_limit, status, objective, bound, "
+                f"count(*) OVER (PARTITION BY {own}) AS results FROM results "
+                f"WHERE family = ? {where.replace('WHERE', 'AND')} "
+                f"QUALIFY row_number() OVER (PARTITION BY {own}, solver ORDER BY "
+                "status = 'optimal' DESC, status = 'error', finished_at DESC) = 1 "
+                f"ORDER BY {params}, solver",
+                [family, *args],
+            )
+            _print_rows(f"{family}: best result by parameters", columns, rows)
+    except BadInput as exc:
+        raise fail(str(exc)) from None
+
+
+@catalog_app.command("check")
+def catalog_check(catalog: CatalogOption = None) -> None:
+    """Read every file of the catalog whole; name each unreadable or schema-mismatched
+    file, stray file or duplicate result. Exits 1 when any is found."""
+    location = catalog or store.default_catalog()
+    try:
+        problems = store.check(location)
+        count = len(store.files(location))
+    except BadInput as exc:
+        raise fail(str(exc)) from None
+    for problem in problems:
+        level = "error" if problem.fatal else "note"
+        line = f"{level}: {problem.path}: {problem.kind}: {problem.message}"
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
+    fatal = sum(p.fatal for p in problems)
+    if fatal:
+        raise fail(f"{fatal} problems in catalog {location}", 1)
+    out.print(f"ok: {count} result files in {location} read without problems", highlight=False)
+
+
+@catalog_app.command("compact")
+def catalog_compact(
+    catalog: CatalogOption = None,
+    family: Annotated[str | None, typer.Option(help="Only this family's partition")] = None,
+    min_files: Annotated[int, typer.Option(min=2, help="Merge partitions with this many")] = 2,
+    grace: Annotated[
+        float, typer.Option(min=0, help="Seconds before merged-away files are deleted")
+    ] = 3600.0,
+) -> None:
+    """Merge the small files of each partition into one, atomically (readers see the
+    old files or the new one, never both); delete files merged away over `grace` s ago."""
+    location = catalog or store.default_catalog()
+    try:
+        done = store.compact(location, family, min_files, grace)
+    except BadInput as exc:
+        raise fail(str(exc)) from None
+    for item in done[:-1]:
+        out.print(
+            f"family={item['family']}: {item['files']} files, {item['rows']} rows "
+            f"-> {item['file']}",
+            highlight=False,
+        )
+    out.print(f"{len(done) - 1} partitions compacted, {done[-1]['deleted']} old files deleted")
 
 
 @catalog_app.command("verify")

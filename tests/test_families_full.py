@@ -254,7 +254,14 @@ def test_t6_fewest_moves_matches_a127500():
         for s in range(1, 22)
     }
     values = [
-        solve("peg_solitaire", side=6, start=s, objective="min_moves")
+        solve_instance(
+            Instance(
+                "peg_solitaire",
+                make_params(module.Params, {"side": 6, "start": s, "objective": "min_moves"}),
+            ),
+            "backtrack",
+            Limits(900),  # start 1 took 133 s here
+        )
         for s in sorted(starts.values())
     ]
     assert all(r["status"] == "optimal" and r["verified"] for r in values)

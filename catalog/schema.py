@@ -1,0 +1,113 @@
+"""The columns of a result row and of a run manifest row, as Arrow schemas.
+
+A result row is `COMMON_COLUMNS` (the DESIGN.md result columns plus the limits that make
+a result final), then the family's parameters as typed columns under their own names:
+integers as int64, words as strings, lists as Arrow lists. In a file the `family`
+column is left out: the Hive directory `family=NAME` holds it (DuckDB would override a
+file's own column by the directory anyway, DESIGN.md).
+"""
+
+import types
+import typing
+from typing import Any
+
+import pyarrow as pa
+
+#: Bump when a column changes meaning or type; readers see it in every row.
+SCHEMA_VERSION = 1
+
+COMMON_COLUMNS: list[tuple[str, pa.DataType]] = [
+    ("run_id", pa.string()),
+    ("sweep", pa.string()),
+    ("family", pa.string()),
+    ("instance_key", pa.string()),  # hash of the canonical params: equivalents share it
+    ("params_key", pa.string()),  # hash of the row's own params
+    ("equivalent", pa.bool_()),  # carried over by symmetry from an instance solved alike
+    ("solver", pa.string()),
+    ("solver_version", pa.string()),
+    ("status", pa.string()),
+    ("objective", pa.float64()),
+    ("bound", pa.float64()),
+    ("gap", pa.float64()),
+    ("solve_seconds", pa.float64()),
+    ("nodes", pa.int64()),
+    ("solution", pa.string()),
+    ("verified", pa.bool_()),
+    ("error", pa.string()),
+    ("worker", pa.string()),
+    ("started_at", pa.timestamp("us", tz="UTC")),
+    ("finished_at", pa.timestamp("us", tz="UTC")),
+    ("time_limit", pa.float64()),
+    ("node_limit", pa.int64()),
+    ("puzzlesweep_version", pa.string()),
+    ("schema_version", pa.int32()),
+]
+COMMON_NAMES = {name for name, _ in COMMON_COLUMNS}
+STATUSES = ("optimal", "feasible", "infeasible", "time_limit", "node_limit", "error")
+
+#: One row per run (`CATALOG/_runs/run-RUN_ID.parquet`), written when the run starts
+#: (state `running`) and replaced when it ends (`finished` or `failed`).
+MANIFEST_COLUMNS: list[tuple[str, pa.DataType]] = [
+    ("run_id", pa.string()),
+    ("sweep", pa.string()),
+    ("state", pa.string()),
+    ("spec_path", pa.string()),
+    ("spec", pa.string()),
+    ("host", pa.string()),
+    ("pid", pa.int64()),
+    ("started_at", pa.timestamp("us", tz="UTC")),
+    ("finished_at", pa.timestamp("us", tz="UTC")),
+    ("planned", pa.int64()),
+    ("skipped", pa.int64()),
+    ("solved", pa.int64()),
+    *[(status, pa.int64()) for status in STATUSES],
+    ("batches", pa.int64()),
+    ("batch_size", pa.int64()),
+    ("force", pa.bool_()),
+    ("puzzlesweep_version", pa.string()),
+    ("highs_version", pa.string()),
+    ("prefect_version", pa.string()),
+    ("dask_version", pa.string()),
+    ("distributed_version", pa.string()),
+    ("python_version", pa.string()),
+    ("schema_version", pa.int32()),
+]
+MANIFEST_SCHEMA = pa.schema(MANIFEST_COLUMNS)
+
+
+def arrow_type(annotation: Any) -> pa.DataType:
+    """The Arrow type of a parameter annotation (int, float, bool, str, Literal of str,
+    list[...], optional X). Raises TypeError for anything else."""
+    origin = typing.get_origin(annotation)
+    if annotation is int:
+        return pa.int64()
+    if annotation is float:
+        return pa.float64()
+    if annotation is bool:
+        return pa.bool_()
+    if annotation is str or origin is typing.Literal:
+        return pa.string()
+    if origin is list:
+        return pa.list_(arrow_type(typing.get_args(annotation)[0]))
+    if origin in (typing.Union, types.UnionType):
+        (inner,) = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return arrow_type(inner)
+    raise TypeError(f"no Arrow type for parameter annotation {annotation!r}")
+
+
+def schema(params_model: type) -> pa.Schema:
+    """The Arrow schema of one family's rows: common columns, then its parameters.
+    Raises ValueError when a parameter reuses a common column's name."""
+    fields = [pa.field(name, kind) for name, kind in COMMON_COLUMNS]
+    for name, info in params_model.model_fields.items():
+        if name in COMMON_NAMES:
+            raise ValueError(f"parameter {name!r} reuses a common column's name")
+        fields.append(pa.field(name, arrow_type(info.annotation)))
+    return pa.schema(fields)
+
+
+def file_schema(params_model: type) -> pa.Schema:
+    """The schema of one family's Parquet file: `schema` without `family` (the Hive
+    directory holds it)."""
+    full = schema(params_model)
+    return full.remove(full.get_field_index("family"))

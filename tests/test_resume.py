@@ -1,0 +1,208 @@
+"""Real `puzzlesweep run` subprocesses against one catalog: killed with SIGKILL midway
+and run again, and two at once. Checked with DuckDB queries of the catalog.
+
+The subprocesses use the session's Prefect test API (PREFECT_API_URL) rather than each
+starting a temporary one; each still starts its own Dask LocalCluster.
+"""
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from puzzlesweep import catalog
+
+from .conftest import CLI, ROOT
+
+# Eight open boxes, each stopped at its 2 s limit (status time_limit, a final result):
+# predictable durations. The side multisets differ, so no two are symmetric.
+SLOW = """
+name = "slow"
+[[study]]
+family = "no_k_in_row"
+time_limit = 2
+[study.grid]
+dims = [[6, 7, 6], [6, 7, 7], [6, 8, 6], [7, 7, 7], [6, 8, 7], [7, 8, 7], [6, 9, 6], [8, 8, 6]]
+k = 5
+"""
+
+KNIGHTS = """
+name = "knights"
+[[study]]
+family = "domination"
+time_limit = 30
+[study.grid]
+rows = "1..6"
+cols = "=rows"
+"""
+
+MIXED = """
+name = "mixed"
+[[study]]
+family = "domination"
+time_limit = 30
+[study.grid]
+rows = "5..8"
+cols = "=rows"
+
+[[study]]
+family = "peg_solitaire"
+time_limit = 30
+[study.grid]
+side = 4
+start = "all"
+objective = "min_moves"
+"""
+
+
+@pytest.fixture
+def api_env(prefect_api) -> dict:
+    from prefect.settings import PREFECT_API_URL
+
+    return {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value()}
+
+
+def _start(spec: Path, results: Path, env: dict, log: Path, *extra: str) -> subprocess.Popen:
+    """`puzzlesweep run` in its own session (so its Dask workers can be killed too)."""
+    args = [*CLI, "run", str(spec), "--catalog", str(results), *extra]
+    with open(log, "w") as sink:
+        return subprocess.Popen(
+            args, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def _spec(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text)
+    return path
+
+
+def test_sigkill_midway_then_rerun_solves_only_what_is_missing(api_env, tmp_path):
+    spec, results = _spec(tmp_path, "slow", SLOW), tmp_path / "results"
+    first = _start(
+        spec, results, api_env, tmp_path / "first.log", "--workers", "2", "--batch-size", "1"
+    )
+    deadline = time.monotonic() + 240
+    while len(catalog.files(results)) < 2 and first.poll() is None:
+        assert time.monotonic() < deadline, (tmp_path / "first.log").read_text()[-2000:]
+        time.sleep(0.2)
+    os.kill(first.pid, signal.SIGKILL)
+    assert first.wait(30) == -signal.SIGKILL
+    try:  # its orphaned Dask workers and nannies, by the session it leads
+        os.killpg(first.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+    _, [(kept, runs)] = catalog.query(
+        results, "SELECT count(*), count(DISTINCT run_id) FROM results"
+    )
+    assert 2 <= kept < 8 and runs == 1
+    _, [(killed_run, state)] = catalog.query(results, "SELECT run_id, state FROM runs")
+    assert state == "running"  # it never got to write its end
+
+    second = subprocess.run(
+        [*CLI, "run", str(spec), "--catalog", str(results), "--workers", "2", "--batch-size", "1"],
+        cwd=ROOT,
+        env=api_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert f"skipped {kept} already in the catalog" in second.stderr
+
+    # Every instance exactly once, none solved twice, each with its 2 s limit.
+    _, twice = catalog.query(
+        results, "SELECT params_key FROM results GROUP BY 1 HAVING count(*) > 1"
+    )
+    assert twice == []
+    _, [(total, keys, limited)] = catalog.query(
+        results,
+        "SELECT count(*), count(DISTINCT params_key), count(*) FILTER (status = 'time_limit') "
+        "FROM results",
+    )
+    assert (total, keys, limited) == (8, 8, 8)
+    _, manifest = catalog.query(
+        results,
+        "SELECT state, planned, skipped, solved, time_limit, spec FROM runs "
+        "WHERE run_id <> ? ORDER BY started_at",
+        [killed_run],
+    )
+    assert manifest == [("finished", 8, kept, 8 - kept, 8 - kept, SLOW)]
+    _, [(from_rerun,)] = catalog.query(
+        results, "SELECT count(*) FROM results WHERE run_id <> ?", [killed_run]
+    )
+    assert from_rerun == 8 - kept
+    check = subprocess.run(
+        [*CLI, "catalog", "check", "--catalog", str(results)], capture_output=True, text=True
+    )
+    assert check.returncode == 0, check.stdout
+
+
+def test_two_runs_into_one_catalog_at_once(api_env, tmp_path):
+    results = tmp_path / "results"
+    runs = [
+        _start(
+            _spec(tmp_path, name, text),
+            results,
+            api_env,
+            tmp_path / f"{name}.log",
+            "--workers",
+            "1",
+        )
+        for name, text in (("knights", KNIGHTS), ("mixed", MIXED))
+    ]
+    for name, run in zip(("knights", "mixed"), runs, strict=True):
+        assert run.wait(300) == 0, (tmp_path / f"{name}.log").read_text()[-2000:]
+
+    check = subprocess.run(
+        [*CLI, "catalog", "check", "--catalog", str(results)], capture_output=True, text=True
+    )
+    assert check.returncode == 0, check.stdout
+    # Both finished; every row is accounted for by its run's manifest; no run holds an
+    # instance twice; together they cover all 6 + 2 + 10 distinct instances. (Boards 5
+    # and 6 are in both sweeps: a run that started before the other wrote them solves
+    # them too, as its own rows.)
+    _, manifests = catalog.query(
+        results,
+        "SELECT sweep, state, planned, solved, optimal + infeasible FROM runs ORDER BY sweep",
+    )
+    assert [(m[0], m[1], m[2]) for m in manifests] == [
+        ("knights", "finished", 6),
+        ("mixed", "finished", 14),
+    ]
+    assert all(solved == finals for *_, solved, finals in manifests)
+    # params_key: equivalent instances (peg start holes alike by symmetry) share
+    # instance_key since issue 3, but each keeps its own row.
+    _, per_run = catalog.query(
+        results,
+        "SELECT sweep, count(*), count(DISTINCT params_key) FROM results GROUP BY 1 ORDER BY 1",
+    )
+    assert per_run == [(sweep, solved, solved) for sweep, _, _, solved, _ in manifests]
+    _, [(keys,)] = catalog.query(results, "SELECT count(DISTINCT params_key) FROM results")
+    assert keys == 18
+    # OEIS A006075 from either run: knights on 5x5 and 6x6 -> 5 and 8.
+    _, boards = catalog.query(
+        results,
+        "SELECT DISTINCT rows, objective FROM results WHERE family = 'domination' "
+        "AND rows IN (5, 6) ORDER BY 1",
+    )
+    assert boards == [(5, 5.0), (6, 8.0)]
+
+
+def test_a_retried_batch_keeps_its_file_and_solves_nothing(tmp_path):
+    from puzzlesweep.flows.sweep import Batch, solve_batch
+    from puzzlesweep.solvers import Limits
+
+    params = ({"piece": "knight", "rows": 4, "cols": 4, "variant": "dominating"},)
+    batch = Batch("r1", "t", "domination", "highs", Limits(20), params, number=3)
+    first = solve_batch.fn(batch, str(tmp_path))  # the task's body, as a worker runs it
+    (path,) = catalog.files(tmp_path)
+    assert path.name == "part-r1-00003.parquet" and first["counts"] == {"optimal": 1}
+    stamp = Path(path).stat().st_mtime_ns
+    again = solve_batch.fn(batch, str(tmp_path))  # a retry after the file was written
+    assert again == first and Path(path).stat().st_mtime_ns == stamp
+    assert catalog.query(tmp_path, "SELECT count(*), min(objective) FROM results")[1] == [(1, 4.0)]
