@@ -3,6 +3,7 @@
     puzzlesweep solve FAMILY key=value ... [--solver S] [--time-limit S] [--json]
         [--picture FILE.png|FILE.svg]
     puzzlesweep run SPEC.toml [--catalog DIR] [--address tcp://HOST:PORT] [--workers N]
+                    [--memory-limit SIZE] [--retries N] [--dashboard-address HOST:PORT]
     puzzlesweep catalog query "SQL over results" [--catalog DIR] [--format table|csv|json]
     puzzlesweep catalog summary [--catalog DIR] [--sweep NAME]
     puzzlesweep catalog check [--catalog DIR]
@@ -206,13 +207,43 @@ def _summary_table(catalog_path: str, plan) -> Table:
     return table
 
 
+def parse_memory(text: str | None) -> int | None:
+    """`--memory-limit` text ('2GiB', '512MB', '1e9') → bytes, or None for None/'none'.
+    Raises BadInput naming the option."""
+    if text is None or text.lower() == "none":
+        return None
+    from dask.utils import parse_bytes
+
+    try:
+        return int(parse_bytes(text))
+    except (ValueError, TypeError):
+        raise BadInput(f"--memory-limit {text!r} is not a size such as 2GiB or 512MB") from None
+
+
+def quiet_dask() -> None:
+    """Keep the in-process Dask scheduler's INFO lines and its 'port in use, hosting the
+    dashboard elsewhere' warning off the terminal: `run` prints the address it got."""
+    import logging
+    import warnings
+
+    import distributed  # noqa: F401  (its loggers exist, with their levels, from here on)
+
+    level = os.environ.get("PUZZLESWEEP_DASK_LOG_LEVEL", "WARNING").upper()
+    for name in list(logging.root.manager.loggerDict):
+        if name == "distributed" or name.startswith("distributed."):
+            logging.getLogger(name).setLevel(level)
+    warnings.filterwarnings("ignore", message=r"(?s)Port \d+ is already in use")
+
+
 @app.command()
 def run(
     spec: Annotated[str, typer.Argument(help="Sweep spec (TOML)")],
     catalog: CatalogOption = None,
-    address: Annotated[str | None, typer.Option(help="Dask scheduler, tcp://HOST:PORT")] = None,
+    address: Annotated[
+        str | None, typer.Option(help="An existing Dask scheduler, tcp://HOST:PORT")
+    ] = None,
     workers: Annotated[
-        int, typer.Option(min=1, help="Local Dask worker processes")
+        int, typer.Option(min=1, help="Local Dask worker processes (without --address)")
     ] = os.cpu_count() or 2,
     batch_size: Annotated[
         int | None, typer.Option(min=1, help="Instances per task [default: auto]")
@@ -220,30 +251,77 @@ def run(
     force: Annotated[
         bool, typer.Option(help="Re-solve instances the catalog already holds")
     ] = False,
+    memory_limit: Annotated[
+        str | None,
+        typer.Option(
+            help="Memory per instance, e.g. 2GiB [default: the Dask worker's limit per thread]"
+        ),
+    ] = None,
+    retries: Annotated[
+        int, typer.Option(min=0, help="Extra attempts of a batch after a transient failure")
+    ] = 2,
+    dashboard_address: Annotated[
+        str, typer.Option(help="Local cluster's Dask dashboard, HOST:PORT (0: any free port)")
+    ] = "127.0.0.1:8787",
+    connect_timeout: Annotated[
+        float, typer.Option(min=0.1, help="Seconds to wait for the --address scheduler")
+    ] = 10.0,
 ) -> None:
-    """Run a sweep on Dask under Prefect and print its results from the catalog."""
+    """Run a sweep on Dask under Prefect and print its results from the catalog.
+
+    Prints the Dask dashboard's address and, when PREFECT_API_URL names a Prefect
+    server, the flow run's URL, on stderr as soon as they are known."""
     from puzzlesweep.flows.spec import load
 
     catalog_path = catalog or store.default_catalog()
     try:
         plan = load(spec)  # validate everything before any work starts
+        memory = parse_memory(memory_limit)
+        if memory is not None and memory < 256 * 2**20:
+            raise BadInput(f"--memory-limit {memory_limit} is below the minimum of 256 MiB")
     except BadInput as exc:
         raise fail(str(exc)) from None
     try:
         store.locate(catalog_path)  # a URL pyarrow cannot open, or a file, fails here
     except BadInput as exc:
         raise fail(str(exc)) from None
-    from puzzlesweep.flows.sweep import run_sweep
+    from puzzlesweep.flows.sweep import check_address, run_sweep
 
+    quiet_dask()
+    if address:
+        try:
+            check_address(address)
+        except BadInput as exc:
+            raise fail(str(exc)) from None
     err.print(f"sweep {plan.name}: {len(plan.jobs)} instances from {spec} into {catalog_path}")
-    report = run_sweep(spec, catalog_path, address, workers, batch_size, force)
+    try:
+        report = run_sweep(
+            spec,
+            catalog_path,
+            address,
+            workers,
+            batch_size,
+            force,
+            memory_limit=memory,
+            retries=retries,
+            dashboard_address=dashboard_address,
+            announce=lambda line: err.print(line, highlight=False, soft_wrap=True),
+            connect_timeout=connect_timeout,
+        )
+    except BadInput as exc:
+        raise fail(str(exc)) from None
     err.print(
-        f"run {report['run_id']}: solved {report['solved']} in {report['batches']} batches, "
-        f"skipped {report['skipped']} already in the catalog, {report['seconds']:.1f} s",
+        f"run {report['run_id']}: solved {report['solved']} in {report['batches']} batches "
+        f"({report['retried']} retried), skipped {report['skipped']} already in the catalog, "
+        f"{report['seconds']:.1f} s",
         highlight=False,
     )
     if store.files(catalog_path):
         out.print(_summary_table(catalog_path, plan))
+    if report["failed"]:
+        for line in report["failed"]:
+            err.print(line, highlight=False, markup=False, soft_wrap=True)
+        raise fail(f"{len(report['failed'])} batches failed every attempt; run again to resume", 1)
     failed = report["counts"].get("error", 0)
     if failed:
         raise fail(f"{failed} instances ended in error; see the catalog's error column", 1)

@@ -1,8 +1,9 @@
 """Solve one instance end to end: build, solve, decode, verify. Knows no orchestration.
 
-`solve_instance(instance, solver, limits)` is what the CLI's `solve` calls and
-`solve_instances(instances, ...)` what every batch task calls (solving each canonical
-instance once, see there). They never raise for a failing model, solver or verifier:
+`solve_instance(instance, solver, limits)` is what the CLI's `solve` and each batch's
+child process call; a batch solves one `canonical_instance` per class of equivalent
+instances and makes every member's row with `carry_over` (`solve_instances` does the
+same in one process). They never raise for a failing model, solver or verifier:
 the failure becomes a result with status `error` and its message, so a batch always
 reports every instance.
 """
@@ -187,3 +188,40 @@ def recheck(family_name: str, row: dict[str, Any]) -> str | None:
     if objective is not None and not math.isclose(value, objective, abs_tol=1e-6):
         return f"verifier recomputed {value}, the catalog says {objective}"
     return None
+
+
+def canonical_instance(instance: Instance) -> Instance:
+    """The canonical form of `instance` (the family's `canonical(params)`): the one
+    instance a batch solves for a whole class of equivalent instances."""
+    family = puzzles.get(instance.family)
+    return Instance(instance.family, family.canonical(instance.params))
+
+
+def carry_over(row: dict[str, Any], instance: Instance, equivalent: bool) -> dict[str, Any]:
+    """The row of `instance` made from `row`, the result of its canonical form: the same
+    status, bound and limits, the solution carried to `instance`'s params by the symmetry
+    (`from_canonical`), encoded and verified again against those params. `equivalent`
+    marks a row that was not solved itself (its solve_seconds and nodes become 0)."""
+    family = puzzles.get(instance.family)
+    new = {
+        **row,
+        "instance_key": instance.key,
+        "params_key": instance.params_key,
+        "equivalent": equivalent,
+        "params": instance.params.model_dump(),
+    }
+    if equivalent:
+        new.update(solve_seconds=0.0, nodes=0)
+    if row.get("solution") is None:
+        return new
+    try:
+        decoded = family.from_canonical(instance.params, family.decode(row["solution"]))
+        new["solution"] = family.encode(decoded)
+        value = family.verify(instance.params, decoded)
+    except (InvalidSolution, ValueError) as exc:
+        new.update(verified=False, error=f"verifier: {exc}")
+        return new
+    objective = row.get("objective")
+    holds = objective is not None and math.isclose(value, objective, abs_tol=1e-6)
+    new["verified"] = bool(holds and row.get("verified") is not False)
+    return new

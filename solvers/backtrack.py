@@ -12,7 +12,11 @@ Three engines, chosen by `SearchProblem.layers` and `SearchProblem.minimise`:
   `infeasible` after the whole space is refuted.
 - uniform-cost search (`minimise=True`, Dijkstra over non-negative move costs): the
   cheapest path to any goal, `optimal` once it is popped; the cost of the last popped
-  state is a valid dual bound when a limit stops the search first.
+  state is a valid dual bound when a limit stops the search first. Before it, a
+  depth-first dive with `DIVE_SHARE` of the time and node limits looks for any goal path: its cost
+  is the incumbent that a time or node limit reports with the bound (as HiGHS does), and
+  uniform-cost search stops as soon as its bound reaches the incumbent; a dive that
+  searches the whole space without a goal proves the instance infeasible.
 - breadth-first enumeration (`layers=True`): every state reachable from the root, layer by
   layer (layer j = reached by exactly j moves; the state graph must be layered, as when
   every move removes a peg), counting distinct keys per layer and collecting every goal
@@ -30,7 +34,9 @@ from typing import Any
 
 from . import Limits, SolverResult, relative_gap
 
-VERSION = "puzzlesweep-backtrack-1"
+VERSION = "puzzlesweep-backtrack-2"
+#: Share of the time limit that a minimisation spends diving for a first incumbent.
+DIVE_SHARE = 0.1
 
 State = Hashable
 Move = Any
@@ -62,25 +68,28 @@ class _LimitReached(Exception):
 
 
 class _Budget:
-    """Counts expanded nodes and checks the clock every 256 of them."""
+    """Counts expanded nodes and checks the clock every 16 of them (a node of a large
+    board can cost a millisecond: its children and their symmetric keys)."""
 
-    def __init__(self, limits: Limits):
+    def __init__(self, limits: Limits, share: float = 1.0):
         self.nodes = 0
         self.node_limit = limits.node_limit
-        self.deadline = time.perf_counter() + limits.time_limit
+        if self.node_limit is not None and share < 1:
+            self.node_limit = max(1, int(share * self.node_limit))
+        self.deadline = time.perf_counter() + share * limits.time_limit
 
     def tick(self) -> None:
         self.nodes += 1
         if self.node_limit is not None and self.nodes > self.node_limit:
             raise _LimitReached("node_limit")
-        if self.nodes % 256 == 0 and time.perf_counter() > self.deadline:
+        if self.nodes % 16 == 0 and time.perf_counter() > self.deadline:
             raise _LimitReached("time_limit")
 
 
-def _depth_first(problem: SearchProblem, budget: _Budget) -> list[Move] | None:
-    """The moves of the first goal path found, or None when none exists."""
+def _depth_first(problem: SearchProblem, budget: _Budget) -> list[tuple[Move, float]] | None:
+    """The (move, cost) steps of the first goal path found, or None when none exists."""
     dead: set[Hashable] = set()
-    path: list[Move] = []
+    path: list[tuple[Move, float]] = []
     stack = [iter(((None, problem.root, 0),))]
     while stack:
         step = next(stack[-1], None)
@@ -89,13 +98,13 @@ def _depth_first(problem: SearchProblem, budget: _Budget) -> list[Move] | None:
             if path:
                 path.pop()
             continue
-        move, state, _ = step
+        move, state, cost = step
         key = problem.key(state)
         if key in dead:
             continue
         budget.tick()
         if move is not None:
-            path.append(move)
+            path.append((move, cost))
         if problem.is_goal(state):
             return path
         dead.add(key)  # marked on entry: a state is never re-entered on one path
@@ -103,8 +112,11 @@ def _depth_first(problem: SearchProblem, budget: _Budget) -> list[Move] | None:
     return None
 
 
-def _uniform_cost(problem: SearchProblem, budget: _Budget) -> tuple[list[Move] | None, float]:
-    """(moves of a cheapest goal path or None, cost). Raises _LimitReached with the bound."""
+def _uniform_cost(
+    problem: SearchProblem, budget: _Budget, incumbent: tuple[list[Move], float] | None = None
+) -> tuple[list[Move] | None, float]:
+    """(moves of a cheapest goal path or None, cost); the `incumbent` (moves, cost) is
+    returned once the bound reaches its cost. Raises _LimitReached with the bound."""
     root_key = problem.key(problem.root)
     best = {root_key: 0.0}
     parent: dict[Hashable, tuple[Hashable, Move] | None] = {root_key: None}
@@ -119,6 +131,8 @@ def _uniform_cost(problem: SearchProblem, budget: _Budget) -> tuple[list[Move] |
             continue
         done.add(key)
         bound = cost
+        if incumbent is not None and cost >= incumbent[1]:
+            return incumbent
         state = representative[key]
         try:
             budget.tick()
@@ -173,25 +187,58 @@ def _layered(problem: SearchProblem, budget: _Budget) -> dict:
     return {"layers": counts, "goals": goals}
 
 
+@dataclass
+class _Dive:
+    moves: list[Move] | None
+    cost: float
+    nodes: int
+    exhausted: bool = False  # the whole space was searched: no goal is reachable
+
+
+def _dive(problem: SearchProblem, limits: Limits) -> _Dive:
+    """A first goal path by depth-first search within DIVE_SHARE of the time limit and of
+    the node limit: the incumbent of a minimisation, or no moves when none was found."""
+    budget = _Budget(limits, DIVE_SHARE)
+    try:
+        steps = _depth_first(problem, budget)
+    except _LimitReached:
+        return _Dive(None, 0.0, budget.nodes)
+    if steps is None:
+        return _Dive(None, 0.0, budget.nodes, exhausted=True)
+    return _Dive([move for move, _ in steps], float(sum(c for _, c in steps)), budget.nodes)
+
+
 def solve(problem: SearchProblem, limits: Limits) -> SolverResult:
     """Run the engine `problem.minimise` selects under `limits`; never raises.
 
     Returns status optimal | infeasible | time_limit | node_limit | error, the moves of the
     goal path as `solution` (the enumeration's dict for `layers`), the objective (path
-    cost, or `goal_objective`, or the number of goals for `layers`), the dual bound
-    (equal to the objective when optimal), expanded nodes and wall-clock seconds.
+    cost, `goal_objective`, or the number of goals for `layers`), the dual bound
+    (equal to the objective when optimal), expanded nodes and wall-clock seconds. A
+    minimisation stopped by a limit keeps the incumbent of its dive (solution and
+    objective) with the bound of its uniform-cost search.
     """
     budget = _Budget(limits)
     started = time.perf_counter()
     result = SolverResult(status="error", solver="backtrack", solver_version=VERSION)
+    seconds = None
     try:
         if problem.layers:
-            found = _layered(problem, budget)
-            moves, cost = found, len(found["goals"])
+            enumerated = _layered(problem, budget)
+            moves, cost = enumerated, len(enumerated["goals"])
         elif problem.minimise:
-            moves, cost = _uniform_cost(problem, budget)
+            incumbent = _dive(problem, limits)
+            budget.nodes = incumbent.nodes
+            if incumbent.moves is not None:
+                result.solution, result.objective = incumbent.moves, incumbent.cost
+            found = (incumbent.moves, incumbent.cost) if incumbent.moves is not None else None
+            if incumbent.exhausted:  # the dive refuted every state: nothing to minimise
+                moves, cost = None, 0.0
+            else:
+                moves, cost = _uniform_cost(problem, budget, found)
         else:
-            moves = _depth_first(problem, budget)
+            steps = _depth_first(problem, budget)
+            moves = None if steps is None else [move for move, _ in steps]
             cost = problem.goal_objective
         if moves is None:
             result.status = "infeasible"
@@ -200,11 +247,12 @@ def solve(problem: SearchProblem, limits: Limits) -> SolverResult:
             result.objective = result.bound = float(cost)
             result.gap = 0.0
     except _LimitReached as stop:
-        result.status = stop.status
+        seconds = time.perf_counter() - started  # before the search's tables are freed
+        result.status = stop.status  # an incumbent from the dive stays in `result`
         result.bound = getattr(stop, "bound", None) if problem.minimise else None
     except Exception as exc:  # a crashing search becomes an error row, not a lost batch
         result.status, result.message = "error", f"{type(exc).__name__}: {exc}"
     result.gap = relative_gap(result.objective, result.bound)
     result.nodes = budget.nodes
-    result.seconds = time.perf_counter() - started
+    result.seconds = seconds if seconds is not None else time.perf_counter() - started
     return result

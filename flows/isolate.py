@@ -1,0 +1,242 @@
+"""Hard per-instance limits: each instance is solved in a child process of the worker.
+
+The solvers hold their own time and node limits (HiGHS to within ~0.4 s, the search
+engines to within one clock check). What they cannot hold is a solver that never returns
+to its clock (stuck in C code, or in a family's move generator), one that allocates more
+memory than the worker has, or one that crashes its process (a segfault, an abort). On a
+cluster any of those would take the Dask worker and its whole batch with it, so a batch
+sends its instances, one at a time, to a long-lived child process (`python -m
+puzzlesweep.flows.isolate`) and the worker only waits:
+
+- memory: the child runs under `RLIMIT_DATA` = `memory_limit` bytes (heap and private
+  anonymous mappings, Linux >= 4.7); an allocation past it raises MemoryError inside the
+  solver, recorded as status `error` with a message naming the limit.
+- time: the worker kills the child when an instance runs `GRACE` seconds past its time
+  limit and records status `time_limit` with a message saying it was killed (no
+  incumbent survives). The clock starts when the instance is sent, after the child's
+  start-up (it says `ready` once its imports are done).
+- crash: a child that dies (any signal or exit) is recorded as status `error` with the
+  signal's name; a fresh child solves the next instance.
+
+Protocol: one JSON object per line each way. Request: {"family", "params", "solver",
+"time_limit", "node_limit"}; reply: the row of `solve_instance` with datetimes as ISO text.
+The child dies with its parent (PR_SET_PDEATHSIG), so a SIGKILLed worker leaves nothing.
+
+Roads not taken: a `multiprocessing` pool (Dask worker processes are daemonic and may not
+have children); one process per instance (about a second of imports each).
+"""
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+#: Seconds past an instance's time limit before its child is killed: model building
+#: and verification are outside the solvers' clocks, and the machine may be loaded.
+GRACE = 30.0
+#: Seconds a new child may take to import the solvers and families.
+STARTUP = 120.0
+#: The smallest memory limit accepted (the child's imports alone take about 100 MiB).
+MIN_MEMORY = 256 * 2**20
+
+
+def mib(size: int) -> str:
+    """`size` bytes as text in MiB, e.g. '512 MiB'."""
+    return f"{size / 2**20:.0f} MiB"
+
+
+class Child:
+    """One child solver process with an optional memory limit (bytes; None: no limit).
+
+    `solve(request)` returns the reply row (dict); it never raises for what happens in
+    the child: a killed or crashed child becomes an `error` or `time_limit` row and the
+    next call starts a new child. Not thread-safe: use one per thread.
+    """
+
+    def __init__(self, memory_limit: int | None = None, grace: float = GRACE):
+        if memory_limit is not None and memory_limit < MIN_MEMORY:
+            raise ValueError(
+                f"memory limit {mib(memory_limit)} is below the minimum of {mib(MIN_MEMORY)}"
+            )
+        self.memory_limit = memory_limit
+        self.grace = grace
+        self.process: subprocess.Popen | None = None
+
+    def _start(self) -> subprocess.Popen:
+        """A new child, once it has imported the solvers and said `ready` (its start-up,
+        a second or more on a loaded machine, is not charged to an instance)."""
+        command = [sys.executable, "-m", "puzzlesweep.flows.isolate"]
+        if self.memory_limit is not None:
+            command.append(str(self.memory_limit))
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+        )
+        self._read_line(process, time.monotonic() + STARTUP)
+        return process
+
+    @staticmethod
+    def _read_line(process: subprocess.Popen, deadline: float) -> tuple[str, bool]:
+        """(the child's next line or "", whether its output ended) by `deadline`."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(process.stdout, selectors.EVENT_READ)
+            while time.monotonic() < deadline:
+                if selector.select(timeout=min(1.0, max(0.0, deadline - time.monotonic()))):
+                    line = process.stdout.readline()
+                    return line, not line
+        return "", False
+
+    @property
+    def pid(self) -> int | None:
+        """The running child's process id, or None before the first instance."""
+        return self.process.pid if self.process and self.process.poll() is None else None
+
+    def solve(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Solve one instance (a request dict, see the module docstring) in the child;
+        returns the row. Raises nothing for failures inside the child."""
+        if self.process is None or self.process.poll() is not None:
+            self.process = self._start()
+        process = self.process
+        started = time.time()
+        deadline = time.monotonic() + float(request["time_limit"]) + self.grace
+        try:
+            process.stdin.write(json.dumps(request) + "\n")
+            process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # the child died already; the read below finds out how
+        line, ended = self._read_line(process, deadline)
+        if line:
+            return _decode(json.loads(line))
+        seconds = time.time() - started
+        if ended:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        if process.poll() is None:  # still running past its deadline: kill it
+            process.kill()
+            process.wait()
+            return _failed(
+                request,
+                "time_limit",
+                f"killed after {seconds:.1f} s: the solver did not stop at its time limit "
+                f"of {request['time_limit']} s",
+                started,
+                seconds,
+            )
+        code = process.wait()
+        if code < 0:
+            how = f"was killed by {signal.Signals(-code).name}"
+        else:
+            how = f"exited with code {code}"
+        memory = f" (memory limit {mib(self.memory_limit)})" if self.memory_limit else ""
+        return _failed(request, "error", f"the solver process {how}{memory}", started, seconds)
+
+    def close(self) -> None:
+        """Stop the child (it also exits by itself when its input closes)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.stdin.close()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+
+def _failed(
+    request: dict, status: str, message: str, started: float, seconds: float
+) -> dict[str, Any]:
+    """The row of an instance whose child was killed or died: no solution, no numbers."""
+    return {
+        "status": status,
+        "error": message,
+        "solve_seconds": seconds,
+        "started_at": datetime.fromtimestamp(started, UTC),
+        "finished_at": datetime.now(UTC),
+        "_lost_child": True,
+        **dict.fromkeys(("objective", "bound", "gap", "nodes", "solution", "verified")),
+        **{k: request[k] for k in ("family", "solver", "time_limit", "node_limit")},
+    }
+
+
+def _decode(row: dict[str, Any]) -> dict[str, Any]:
+    """A reply row with its ISO timestamps turned back into datetimes."""
+    for key in ("started_at", "finished_at"):
+        if isinstance(row.get(key), str):
+            row[key] = datetime.fromisoformat(row[key])
+    return row
+
+
+_local = threading.local()
+
+
+def child_for_thread(memory_limit: int | None) -> Child:
+    """The calling thread's child process (kept across batches: a worker thread reuses
+    its child, which saves a second of imports per batch); replaced when the memory limit
+    changes."""
+    child = getattr(_local, "child", None)
+    if child is None or child.memory_limit != memory_limit:
+        if child is not None:
+            child.close()
+        child = _local.child = Child(memory_limit)
+    return child
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent dies (no-op elsewhere)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def serve(memory_limit: int | None) -> None:
+    """The child's loop: read requests on stdin, answer rows on stdout, until EOF."""
+    _die_with_parent()
+    if memory_limit is not None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_DATA, (memory_limit, memory_limit))
+    from puzzlesweep import puzzles
+    from puzzlesweep.core import Instance, make_params
+    from puzzlesweep.solve import solve_instance
+    from puzzlesweep.solvers import Limits
+
+    out = sys.stdout
+    sys.stdout = sys.stderr  # nothing a solver prints may corrupt the replies
+    out.write("ready\n")
+    out.flush()
+    for line in sys.stdin:
+        request = json.loads(line)
+        family = puzzles.get(request["family"])
+        instance = Instance(request["family"], make_params(family.Params, request["params"]))
+        limits = Limits(request["time_limit"], request["node_limit"])
+        row = solve_instance(instance, request["solver"], limits)
+        if memory_limit is not None and (row["error"] or "").startswith("MemoryError"):
+            row["error"] = f"memory limit {mib(memory_limit)} exceeded: {row['error']}"
+        out.write(json.dumps(row, default=_iso) + "\n")
+        out.flush()
+
+
+def _iso(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]) if len(sys.argv) > 1 else None)
+    os._exit(0)

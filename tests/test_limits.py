@@ -1,0 +1,176 @@
+"""Per-instance limits as a cluster worker applies them: each instance in the worker's
+child process (`isolate.Child`), which holds the time limit of both solvers, a memory
+limit, and survives a crashed solver. Margins are generous: the machine is shared."""
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from puzzlesweep.flows.isolate import MIN_MEMORY, Child
+
+
+def request(family: str, params: dict, solver: str, time_limit: float, node_limit=None) -> dict:
+    return {
+        "family": family,
+        "params": params,
+        "solver": solver,
+        "time_limit": time_limit,
+        "node_limit": node_limit,
+    }
+
+
+@pytest.fixture
+def child():
+    worker_child = Child(1024 * 2**20)
+    yield worker_child
+    worker_child.close()
+
+
+@pytest.mark.parametrize(
+    "family, params, solver",
+    [
+        # Seed 001's open box: HiGHS finds an incumbent in about a second, the bound is
+        # at least the LP's 50.4, and the optimum (54..64) is far from proven in 3 s.
+        ("no_k_in_row", {"dims": [6, 7, 6], "k": 5}, "highs"),
+        # T_6 fewest moves: the dive finds a solution at once, uniform-cost search needs
+        # far more than 3 s to prove one.
+        ("peg_solitaire", {"side": 6, "start": 4, "question": "min_moves"}, "backtrack"),
+    ],
+)
+def test_time_limit_keeps_incumbent_and_bound(child, family, params, solver):
+    limit = 3.0
+    row = child.solve(request(family, params, solver, limit))
+    assert row["status"] == "time_limit", row["error"]
+    assert row["objective"] is not None and row["bound"] is not None
+    assert row["bound"] <= row["objective"] and row["gap"] > 0
+    assert row["verified"] is True and row["solution"]
+    assert limit - 0.05 <= row["solve_seconds"] <= limit + 1.0
+
+
+def test_node_limit_is_recorded(child):
+    row = child.solve(
+        request(
+            "peg_solitaire", {"side": 6, "start": 4, "question": "min_moves"}, "backtrack", 60, 500
+        )
+    )
+    assert row["status"] == "node_limit" and row["nodes"] == 501
+
+
+def test_memory_limit_is_an_error_row_and_the_next_instance_runs():
+    small = Child(MIN_MEMORY + 64 * 2**20)
+    try:
+        # 64,000 cells, about a million windows: the model alone needs far more.
+        row = small.solve(request("no_k_in_row", {"dims": [40, 40, 40], "k": 5}, "highs", 60))
+        assert row["status"] == "error"
+        assert row["error"].startswith("memory limit 320 MiB exceeded: MemoryError")
+        row = small.solve(
+            request("domination", {"piece": "knight", "rows": 8, "cols": 8}, "highs", 60)
+        )
+        assert (row["status"], row["objective"], row["verified"]) == ("optimal", 12.0, True)
+    finally:
+        small.close()
+    with pytest.raises(ValueError, match="below the minimum"):
+        Child(100 * 2**20)
+
+
+def test_a_solver_that_does_not_stop_is_killed_and_recorded_time_limit():
+    # Building the 25x25x25 model alone takes longer than limit + grace: the worker
+    # kills the child (as it would a solver stuck in C code) and records why.
+    impatient = Child(1024 * 2**20, grace=0.5)
+    try:
+        started = time.monotonic()
+        row = impatient.solve(request("no_k_in_row", {"dims": [25, 25, 25], "k": 5}, "highs", 0.5))
+        assert time.monotonic() - started < 10
+        assert row["status"] == "time_limit" and row["objective"] is None
+        assert row["error"].startswith("killed after 1.")
+        assert "did not stop at its time limit of 0.5 s" in row["error"]
+        row = impatient.solve(
+            request("domination", {"piece": "king", "rows": 3, "cols": 3}, "highs", 5)
+        )
+        assert (row["status"], row["objective"]) == ("optimal", 1.0)
+    finally:
+        impatient.close()
+
+
+def test_a_crashed_solver_is_an_error_row_and_the_next_instance_runs(child):
+    # A solver process that dies (here SIGKILL, as the kernel's OOM killer would) in the
+    # middle of an instance: that instance is recorded, a new process takes the next.
+    child.solve(request("domination", {"piece": "king", "rows": 3, "cols": 3}, "highs", 10))
+    victim = child.pid
+    threading.Timer(1.0, os.kill, (victim, signal.SIGKILL)).start()
+    started = time.monotonic()
+    row = child.solve(request("no_k_in_row", {"dims": [6, 7, 6], "k": 5}, "highs", 30))
+    assert time.monotonic() - started < 20
+    assert row["status"] == "error"
+    assert row["error"] == "the solver process was killed by SIGKILL (memory limit 1024 MiB)"
+    row = child.solve(request("domination", {"piece": "knight", "rows": 8, "cols": 8}, "highs", 60))
+    assert row["status"] == "optimal" and child.pid != victim
+
+
+RETRY_SPEC = """
+name = "retry"
+[[study]]
+family = "domination"
+time_limit = 30
+[study.grid]
+piece = "king"
+rows = "1..4"
+cols = "=rows"
+"""
+
+
+def test_a_transient_batch_failure_is_retried_and_counted(prefect_api, tmp_path, monkeypatch):
+    # The first write of the catalog fails as a full or flaky disk would; Prefect retries
+    # that batch, the report and the task run's run_count show it, nothing is doubled.
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    from puzzlesweep import catalog
+    from puzzlesweep.flows import sweep as flows
+
+    real, calls = catalog.write_batch, []
+
+    def flaky(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 1:
+            raise OSError(28, "No space left on device (injected)")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(catalog, "write_batch", flaky)
+    spec = tmp_path / "retry.toml"
+    spec.write_text(RETRY_SPEC)
+    results = tmp_path / "results"
+    state = flows.sweep.with_options(task_runner=ThreadPoolTaskRunner(max_workers=2))(
+        str(spec), str(results), batch_size=2, return_state=True
+    )
+    report = state.result()
+    assert (report["solved"], report["retried"], report["failed"]) == (4, 1, [])
+    assert len(calls) == 3  # two batches, one of them twice
+    _, rows = catalog.query(results, "SELECT count(*), count(DISTINCT instance_key) FROM results")
+    assert rows == [(4, 4)]
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(
+                id=FlowRunFilterId(any_=[state.state_details.flow_run_id])
+            )
+        )
+    assert sorted(run.run_count for run in runs) == [1, 2]
+
+
+def test_a_minimisation_the_dive_refutes_is_infeasible_at_once():
+    from puzzlesweep.solvers import Limits, backtrack
+
+    dead = backtrack.SearchProblem(
+        root=0,
+        children=lambda s: [(s + 1, s + 1, 1)] if s < 5 else [],
+        is_goal=lambda s: False,
+        minimise=True,
+    )
+    result = backtrack.solve(dead, Limits(10))
+    assert (result.status, result.nodes, result.objective) == ("infeasible", 6, None)
