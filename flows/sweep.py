@@ -359,6 +359,32 @@ def dask_cluster(
         yield cluster.scheduler_address, link, workers
 
 
+# Callbacks of this process that want the flow run's URL. The hook below is a module
+# function, so it pickles by reference: a closure in `on_running` would be pickled with
+# the flow's context into every task, and fail on whatever it holds (a console's lock).
+_url_listeners: list[Callable[[str], None]] = []
+
+
+def _announce_flow_run(flow, flow_run, state) -> None:
+    """`on_running` hook: hand the flow run's UI URL to this process's listeners."""
+    from prefect.utilities.urls import url_for
+
+    url = url_for(flow_run)
+    for listener in list(_url_listeners) if url else []:
+        listener(url)
+
+
+@contextmanager
+def _listening(listener: Callable[[str], None] | None) -> Iterator[None]:
+    if listener is not None:
+        _url_listeners.append(listener)
+    try:
+        yield
+    finally:
+        if listener is not None:
+            _url_listeners.remove(listener)
+
+
 def run_sweep(
     spec_path: str,
     catalog_path: str,
@@ -388,11 +414,8 @@ def run_sweep(
     configured = bool(PREFECT_API_URL.value())
     urls: list[str] = []
 
-    def flow_run_url(flow, flow_run, state) -> None:
-        from prefect.utilities.urls import url_for
-
-        url = url_for(flow_run)
-        if url and not urls:
+    def on_flow_run_url(url: str) -> None:
+        if not urls:
             urls.append(url)
             say(f"Prefect flow run: {url}")
 
@@ -406,10 +429,10 @@ def run_sweep(
                 "on 127.0.0.1 only: workers on other hosts cannot report their tasks. "
                 "Point PREFECT_API_URL at a Prefect server they reach (deploy/README.md)."
             )
-        with prefect_api():
+        with prefect_api(), _listening(on_flow_run_url if configured else None):
             flow = sweep.with_options(
                 task_runner=DaskTaskRunner(address=scheduler),
-                on_running=[flow_run_url] if configured else [],
+                on_running=[_announce_flow_run] if configured else [],
             )
             report = flow(
                 spec_path,
