@@ -251,8 +251,10 @@ def to_pandas(
 def finished(
     catalog: CatalogLike, planned: Iterable[tuple[str, str, float, int | None]] | None = None
 ) -> set[tuple[str, str, float, int | None]]:
-    """The (instance_key, solver, time_limit in seconds, node_limit) that already have a
-    final result (any status but `error`); empty for a missing or empty catalog.
+    """The (params_key, solver, time_limit in seconds, node_limit) that already have a
+    final result (any status but `error`); empty for a missing or empty catalog. Keyed by
+    the row's own params_key, not the shared instance_key, so an instance equivalent to
+    one solved in an earlier run still gets its own row.
 
     With `planned` (such tuples), only those are looked up: DuckDB joins them with the
     catalog, so the answer, and its cost in Python, scale with the plan, not with the
@@ -261,8 +263,9 @@ def finished(
     if not snapshot(location).files:
         return set()
     connection = connect(location)
+    own = _own_key(connection.execute("SELECT * FROM results LIMIT 0").description)
     sql = (
-        "SELECT DISTINCT instance_key, solver, time_limit, node_limit FROM results "
+        f"SELECT DISTINCT {own}, solver, time_limit, node_limit FROM results "
         "WHERE status <> 'error'"
     )
     if planned is not None:
@@ -270,7 +273,7 @@ def finished(
             list(zip(*planned, strict=True)) or [[], [], [], []],
             schema=pa.schema(
                 [
-                    ("instance_key", pa.string()),
+                    ("params_key", pa.string()),
                     ("solver", pa.string()),
                     ("time_limit", pa.float64()),
                     ("node_limit", pa.int64()),
@@ -279,25 +282,36 @@ def finished(
         )
         connection.register("planned", keys)
         sql += (
-            " AND (instance_key, solver, time_limit, coalesce(node_limit, -1)) IN "
-            "(SELECT (instance_key, solver, time_limit, coalesce(node_limit, -1)) FROM planned)"
+            f" AND ({own}, solver, time_limit, coalesce(node_limit, -1)) IN "
+            "(SELECT (params_key, solver, time_limit, coalesce(node_limit, -1)) FROM planned)"
         )
     rows = connection.execute(sql).fetchall()
     return {(key, solver, limit, nodes) for key, solver, limit, nodes in rows}
 
 
+def _own_key(description) -> str:
+    """The SQL expression of a row's own params key, given the `results` columns (a DuckDB
+    cursor description). Rows written before `params_key` existed have instance_key = the
+    hash of their own params, which is the same thing."""
+    names = {column[0] for column in description or []}
+    return "coalesce(params_key, instance_key)" if "params_key" in names else "instance_key"
+
+
 LATEST = """
 SELECT * FROM results WHERE sweep = ?
 QUALIFY row_number() OVER (
-    PARTITION BY instance_key, solver, time_limit, node_limit
+    PARTITION BY {key}, solver, time_limit, node_limit
     ORDER BY status = 'error', finished_at DESC) = 1
 """
 
 
 def latest(catalog: CatalogLike, sweep: str) -> list[dict]:
     """The latest result of every (instance, solver, limits) of sweep `sweep`, a final
-    one before an error, as dicts of column → value."""
-    columns, rows = query(catalog, LATEST, [sweep])
+    one before an error, as dicts of column → value (one per params_key: equivalent
+    instances each keep their row)."""
+    columns, _ = query(catalog, "SELECT * FROM results LIMIT 0")
+    key = _own_key([(name,) for name in columns])
+    columns, rows = query(catalog, LATEST.format(key=key), [sweep])
     return [dict(zip(columns, row, strict=True)) for row in rows]
 
 

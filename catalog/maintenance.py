@@ -41,6 +41,11 @@ class Problem:
     fatal: bool = True
 
 
+#: Columns added after schema version 1 files were written (symmetry, issue 3): a file
+#: without them is still whole; its instance_key is the hash of its own params.
+OPTIONAL_COLUMNS = ("params_key", "equivalent")
+
+
 def _expected(family: str) -> pa.Schema | None:
     """The file schema of `family`, or None for a family this version does not know."""
     from puzzlesweep import puzzles
@@ -55,6 +60,9 @@ def _schema_difference(actual: pa.Schema, expected: pa.Schema) -> str:
     column is tolerated: older writers kept it in the file), else what differs."""
     have = {f.name: f.type for f in actual if not (f.name == "family" and f.type == pa.string())}
     want = {f.name: f.type for f in expected}
+    for name in OPTIONAL_COLUMNS:  # files written before these columns existed
+        if name not in have:
+            want.pop(name, None)
     clauses = []
     if missing := sorted(set(want) - set(have)):
         clauses.append(f"missing columns {', '.join(missing)}")
@@ -120,9 +128,11 @@ def check(catalog) -> list[Problem]:
     for path in shot.strays:
         problems.append(Problem(location.relative(path), "stray", "not a catalog file"))
     if shot.files and not problems:
+        columns, _ = api.query(location, "SELECT * FROM results LIMIT 0")
+        own = api._own_key([(name,) for name in columns])  # equivalents share instance_key
         _, rows = api.query(
             location,
-            "SELECT run_id, instance_key, solver, time_limit, node_limit, count(*) "
+            f"SELECT run_id, {own}, solver, time_limit, node_limit, count(*) "
             "FROM results GROUP BY ALL HAVING count(*) > 1 ORDER BY ALL",
         )
         for run_id, key, solver, limit, nodes, count in rows:

@@ -20,7 +20,9 @@ COMMON_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("run_id", pa.string()),
     ("sweep", pa.string()),
     ("family", pa.string()),
-    ("instance_key", pa.string()),
+    ("instance_key", pa.string()),  # hash of the canonical params: equivalents share it
+    ("params_key", pa.string()),  # hash of the row's own params
+    ("equivalent", pa.bool_()),  # carried over by symmetry from an instance solved alike
     ("solver", pa.string()),
     ("solver_version", pa.string()),
     ("status", pa.string()),

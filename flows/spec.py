@@ -17,7 +17,7 @@ A grid is the product of its values: a list gives several values, a scalar one, 
 an inclusive range, `"=key"` ties a parameter to another. A list-valued parameter takes a
 list of lists (`dims = [[6, 7], [13, 17]]`), or one flat list for a single value
 (`counts = [14, 13]`). A family may accept a word where it knows the set (`start = "all"`
-for peg solitaire, `counts = "balanced"` for monochromatic lines).
+for peg solitaire, `counts = "all"` or `"balanced"` for monochromatic lines).
 
 `load(path)` validates the whole spec and expands every instance before any work starts;
 every error names the file, the study and the key.
@@ -72,7 +72,13 @@ class Job:
     @property
     def done_key(self) -> tuple[str, str, float, int | None]:
         """What makes a catalog result final for this job (see `catalog.finished`)."""
-        return (self.instance.key, self.solver, self.limits.time_limit, self.limits.node_limit)
+        # the instance's own params_key: an equivalent instance is a row of its own
+        return (
+            self.instance.params_key,
+            self.solver,
+            self.limits.time_limit,
+            self.limits.node_limit,
+        )
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from puzzlesweep import __version__, catalog, puzzles
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows.progress import Progress
 from puzzlesweep.flows.spec import Job, load
+from puzzlesweep.solve import canonical_instance, carry_over
 from puzzlesweep.solvers import Limits
 
 MAX_BATCH = 50  # instances per batch, at most (a task costs ~0.2 s of Prefect overhead)
@@ -60,17 +61,35 @@ class Batch:
 
 def batches(jobs: list[Job], run_id: str, sweep: str, size: int) -> list[Batch]:
     """Group jobs by (family, solver, limits) and cut each group into batches of `size`;
-    the batches with the longest time limits come first, so they do not straggle."""
+    the batches with the longest time limits come first, so they do not straggle.
+    A class of equivalent instances (same instance_key) stays in one batch (`_chunks`)."""
     groups: dict[tuple, list[Job]] = {}
     for job in jobs:
         groups.setdefault((job.instance.family, job.solver, job.limits), []).append(job)
     found = []
     for (family, solver, limits), group in groups.items():
-        for i in range(0, len(group), size):
-            params = tuple(j.instance.params.model_dump() for j in group[i : i + size])
+        for chunk in _chunks(group, size):
+            params = tuple(j.instance.params.model_dump() for j in chunk)
             found.append(Batch(run_id, sweep, family, solver, limits, params))
     found.sort(key=lambda b: -b.limits.time_limit)
     return [replace(batch, number=number) for number, batch in enumerate(found)]
+
+
+def _chunks(group: list[Job], size: int) -> list[list[Job]]:
+    """Cut `group` into chunks of about `size` jobs, never splitting a class of equivalent
+    jobs (same instance_key): a chunk holding a class larger than `size` is that whole
+    class, since its equivalent rows cost no solving. So every canonical instance is
+    solved once per run, by the batch that also records its equivalents."""
+    classes: dict[str, list[Job]] = {}
+    for job in group:
+        classes.setdefault(job.instance.key, []).append(job)
+    chunks: list[list[Job]] = []
+    for members in classes.values():
+        if chunks and len(chunks[-1]) + len(members) <= size:
+            chunks[-1].extend(members)
+        else:
+            chunks.append(list(members))
+    return chunks
 
 
 def auto_batch_size(count: int, workers: int) -> int:
@@ -153,19 +172,26 @@ def _solve_rows(batch: Batch, family, memory_limit: int | None) -> list[dict]:
 
     worker, worker_memory = _worker()
     child = child_for_thread(memory_limit or worker_memory)
-    rows = []
+    classes: dict[str, list] = {}  # equivalent instances (same instance_key) together
     for raw in batch.params:
         instance = Instance(batch.family, make_params(family.Params, raw))
+        classes.setdefault(instance.key, []).append(instance)
+    rows = []
+    for members in classes.values():
+        # one solve per class, of its canonical form; every member's row carries it over
+        canonical = canonical_instance(members[0])
         request = {
             "family": batch.family,
-            "params": raw,
+            "params": canonical.params.model_dump(),
             "solver": batch.solver,
             "time_limit": batch.limits.time_limit,
             "node_limit": batch.limits.node_limit,
         }
-        row = _blank_row(instance, batch.solver, worker)
-        row.update(child.solve(request))
-        row.pop("_lost_child", None)
+        solved = _blank_row(canonical, batch.solver, worker)
+        solved.update(child.solve(request))
+        solved.pop("_lost_child", None)
+        rows.extend(carry_over(solved, m, i > 0) for i, m in enumerate(members))
+    for row in rows:
         row.update(
             run_id=batch.run_id,
             sweep=batch.sweep,
@@ -173,7 +199,6 @@ def _solve_rows(batch: Batch, family, memory_limit: int | None) -> list[dict]:
             puzzlesweep_version=__version__,
             schema_version=catalog.SCHEMA_VERSION,
         )
-        rows.append(row)
     return rows
 
 

@@ -5,15 +5,24 @@ Every family module defines, in this order:
 - `Params`, the validated parameter model (its fields are the catalog's parameter columns);
 - `expand(point)`: one grid point of a sweep to a list of raw parameter dicts, resolving
   the word "all" where the family knows the set;
+- `canonical(params)` → the least equivalent params under the puzzle's symmetries (their
+  hash is the `instance_key`), and `from_canonical(params, solution)` carrying a solution
+  of the canonical form back to `params` (the solver always sees the canonical form);
 - the rule tables, computed once per parameters and cached (cells, lines, windows,
   attacks, jumps);
 - `model(params)` → `MipModel` and `from_mip(params, x)` → solution, and/or
-  `search(params)` → `SearchProblem` whose goal path is the solution;
+  `search(params)` → `SearchProblem` whose goal path is the solution (a family solved by
+  `backtrack` may add `from_search(params, raw)` for an engine answer that is not a path);
+- `exhaustive(params)` → (objective or None, solution or None): the answer by a second,
+  independent method for small instances (raises ValueError beyond them), to check the
+  first against;
 - `verify(params, solution)` → objective, recomputed from the solution alone (raises
   `InvalidSolution`);
 - `encode(solution)` / `decode(text)`: the compact text stored in the catalog's
   `solution` column;
-- `render(params, solution)`: a text picture.
+- `render(params, solution)`: a text picture, and `picture(params, solution)`: a
+  matplotlib Figure drawn as a person would draw it (`solve --picture FILE`);
+- optionally `details(params, solution)`: extra fields for the CLI's `--json`.
 """
 
 import importlib

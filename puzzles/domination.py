@@ -16,7 +16,15 @@ MIP: x[s] = 1 if a piece stands on s; for every square t, Σ_{s covers t} x[s] >
 s covers t if s attacks t, or s = t except in the total variant; independent adds
 x[s] + x[t] <= 1 for every attacking pair.
 
-Roads not taken: symmetry breaking over the board's 8 (square) or 4 symmetries (issue 6).
+Symmetry: every piece's graph is symmetric under transposing the board, so
+`canonical(p)` puts the shorter side first (8×5 and 5×8 are one instance).
+Second method: `exhaustive(p)`, iterative deepening over the number of pieces that
+branches on the squares covering the first square left uncovered (skipping squares
+attacked by a placed piece in the independent variant); for boards of at most 36 squares.
+
+Roads not taken: symmetry breaking over the board's 8 (square) or 4 symmetries in the
+MIP (issue 6); the piece's graph with blocking (sliding pieces stopped by other pieces),
+which the literature does not use.
 """
 
 from functools import lru_cache
@@ -67,6 +75,21 @@ def expand(point: dict) -> list[dict]:
     return [point]
 
 
+def canonical(p: Params) -> Params:
+    """p with rows <= cols (the transposed board when rows > cols)."""
+    if p.rows <= p.cols:
+        return p
+    return p.model_copy(update={"rows": p.cols, "cols": p.rows})
+
+
+def from_canonical(p: Params, solution: Solution) -> Solution:
+    """Squares of `canonical(p)` carried back to p (transposed when p has rows > cols)."""
+    if p.rows <= p.cols:
+        return tuple(solution)
+    width = p.rows  # the canonical board has p.cols rows of p.rows squares
+    return tuple(sorted((s % width) * p.cols + s // width for s in solution))
+
+
 @lru_cache(maxsize=256)
 def attacks(piece: str, rows: int, cols: int) -> tuple[frozenset[int], ...]:
     """For each square, the set of squares a piece standing there attacks."""
@@ -112,6 +135,42 @@ def from_mip(p: Params, x: list[float]) -> Solution:
     return tuple(s for s, value in enumerate(x) if value > 0.5)
 
 
+def exhaustive(p: Params) -> tuple[float | None, Solution | None]:
+    """(fewest pieces, their squares) by a second, independent method: iterative
+    deepening over the number of pieces b = 1, 2, ...: take the first uncovered square
+    and try each square that covers it (in the independent variant, only squares no
+    placed piece attacks); no MIP. (None, None) when no square set works (total
+    variant with a square nobody attacks). Raises ValueError beyond 36 squares."""
+    squares = p.rows * p.cols
+    if squares > 36:
+        raise ValueError("exhaustive search is for boards of at most 36 squares")
+    cover = coverers(p)
+    if any(not c for c in cover):
+        return None, None
+    table = attacks(p.piece, p.rows, p.cols)
+    independent = p.variant == "independent"
+
+    def place(placed: frozenset[int], budget: int) -> frozenset[int] | None:
+        open_square = next((t for t in range(squares) if placed.isdisjoint(cover[t])), None)
+        if open_square is None:
+            return placed
+        if budget == 0:
+            return None
+        for s in cover[open_square]:
+            if independent and not placed.isdisjoint(table[s]):
+                continue
+            found = place(placed | {s}, budget - 1)
+            if found is not None:
+                return found
+        return None
+
+    for budget in range(1, squares + 1):
+        found = place(frozenset(), budget)
+        if found is not None:
+            return float(budget), tuple(sorted(found))
+    return None, None
+
+
 def verify(p: Params, solution: Solution) -> int:
     """The number of pieces; raises InvalidSolution if a square is off the board or
     repeated, a square is left uncovered, or (independent) two pieces attack each other."""
@@ -153,3 +212,50 @@ def render(p: Params, solution: Solution) -> str:
         )
         for r in range(p.rows)
     )
+
+
+def picture(p: Params, solution: Solution):
+    """A matplotlib Figure of the board: light and dark squares, the piece's letter on a
+    disc where one stands, and on every other square the number of pieces attacking it
+    (a red 0 would be an uncovered square)."""
+    from matplotlib.patches import Circle, Rectangle
+
+    from puzzlesweep.puzzles._draw import panels
+
+    placed = set(solution)
+    table = attacks(p.piece, p.rows, p.cols)
+    size = max(2.5, min(8.0, 0.5 * max(p.rows, p.cols)))
+    figure, (ax,) = panels(
+        1, f"{len(placed)} {p.piece}s, {p.variant}, {p.rows}×{p.cols}", size=size
+    )
+    ax.set_xlim(0, p.cols)
+    ax.set_ylim(p.rows, 0)
+    for r in range(p.rows):
+        for c in range(p.cols):
+            square = r * p.cols + c
+            shade = "#b58863" if (r + c) % 2 else "#f0d9b5"
+            ax.add_patch(Rectangle((c, r), 1, 1, facecolor=shade))
+            if square in placed:
+                ax.add_patch(Circle((c + 0.5, r + 0.5), 0.36, facecolor="#222222"))
+                ax.text(
+                    c + 0.5,
+                    r + 0.5,
+                    SYMBOLS[p.piece],
+                    color="white",
+                    ha="center",
+                    va="center",
+                    fontsize=12,
+                    fontweight="bold",
+                )
+            else:
+                hits = sum(square in table[s] for s in placed)
+                ax.text(
+                    c + 0.5,
+                    r + 0.5,
+                    str(hits),
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="red" if hits == 0 else "black",
+                )
+    return figure

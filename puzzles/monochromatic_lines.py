@@ -15,8 +15,17 @@ MIP: x[i,j] = 1 if cell i has colour j; Σ_j x[i,j] = 1; Σ_i x[i,j] = counts[j]
 y[l,j] >= Σ_{i∈l} x[i,j] - (n-1), y in [0, 1] continuous (integral at every optimum);
 minimise Σ y.
 
+Symmetry: permuting the colours permutes the counts, so `canonical(p)` lists the counts
+in decreasing order ((13, 14) and (14, 13) are one instance); the cube's own symmetries
+(2^d · d! of them) leave the parameters unchanged. Sweeps: `counts = "all"` (with `c`,
+default 2) gives every split of n^d into c positive parts, each once up to the order of
+the colours; `counts = "balanced"` the near-equal split.
+Second method: `exhaustive(p)`, a depth-first branch and bound over the cells in
+row-major order that counts a line when its last cell is coloured; for n^d <= 16.
+
 Roads not taken: one binary per cell for c = 2 (smaller, but a second model to keep
-right); symmetry breaking (issue 6).
+right); symmetry breaking in the MIP (issue 6); zero counts in `counts = "all"` (a colour
+that is never used is the same instance with one colour fewer).
 """
 
 import itertools
@@ -76,13 +85,52 @@ class Params(_Params):
         return self
 
 
+def splits(total: int, c: int, most: int | None = None) -> list[list[int]]:
+    """Every way to write `total` as c positive parts in decreasing order, in reverse
+    lexicographic order: splits(27, 2) = [[26, 1], [25, 2], ..., [14, 13]] (13 of them)."""
+    most = total if most is None else most
+    if c == 1:
+        return [[total]] if 1 <= total <= most else []
+    return [
+        [first, *rest]
+        for first in range(min(total - (c - 1), most), 0, -1)
+        for rest in splits(total - first, c - 1, first)
+    ]
+
+
 def expand(point: dict) -> list[dict]:
-    """`counts="balanced"` → the split of n^d into `c` near-equal parts; else unchanged."""
-    if point.get("counts") == "balanced":
-        total, c = point["n"] ** point["d"], point.get("c", 2)
-        point = {k: v for k, v in point.items() if k != "c"}
+    """`counts="balanced"` → the split of n^d into `c` near-equal parts; `counts="all"` →
+    every split into c positive parts up to the order of colours (`splits`); `c`
+    (default 2) is consumed. Raises ValueError for another word or a bad `c`."""
+    counts = point.get("counts")
+    if not isinstance(counts, str):
+        return [point]
+    c = point.get("c", 2)
+    if not isinstance(c, int) or c < 2:
+        raise ValueError(f"c: the number of colours must be an integer >= 2, got {c!r}")
+    total = point["n"] ** point["d"]
+    point = {k: v for k, v in point.items() if k != "c"}
+    if counts == "balanced":
         return [{**point, "counts": [total // c + (j < total % c) for j in range(c)]}]
-    return [point]
+    if counts == "all":
+        return [{**point, "counts": split} for split in splits(total, c)]
+    raise ValueError(f"counts: a list of integers, 'all' or 'balanced', not {counts!r}")
+
+
+def _order(p: Params) -> list[int]:
+    """Colour j of the canonical form is colour order[j] of p (counts decreasing)."""
+    return sorted(range(len(p.counts)), key=lambda j: (-p.counts[j], j))
+
+
+def canonical(p: Params) -> Params:
+    """p with its counts in decreasing order: renaming the colours changes nothing else."""
+    return p.model_copy(update={"counts": sorted(p.counts, reverse=True)})
+
+
+def from_canonical(p: Params, solution: Solution) -> Solution:
+    """A colouring of `canonical(p)` with its colours renamed back to p's."""
+    order = _order(p)
+    return tuple(order[colour] for colour in solution)
 
 
 @lru_cache(maxsize=64)
@@ -130,6 +178,39 @@ def from_mip(p: Params, x: list[float]) -> Solution:
     return tuple(max(range(c), key=lambda j: x[i * c + j]) for i in range(p.n**p.d))
 
 
+def exhaustive(p: Params) -> tuple[float | None, Solution | None]:
+    """(fewest monochromatic lines, a colouring) by a second, independent method:
+    depth-first branch and bound over the cells in row-major order, where a line is
+    counted when its last cell gets its colour; no MIP. Raises ValueError when
+    n^d > 16 (the enumeration is for small cubes)."""
+    cells = p.n**p.d
+    if cells > 16:
+        raise ValueError("exhaustive enumeration is for n^d <= 16")
+    closing: list[list[tuple[int, ...]]] = [[] for _ in range(cells)]
+    for line in lines(p.n, p.d):
+        closing[max(line)].append(line)
+    left = list(p.counts)
+    colours = [0] * cells
+    best: list = [math.inf, None]
+
+    def place(cell: int, cost: int) -> None:
+        if cost >= best[0]:
+            return
+        if cell == cells:
+            best[:] = [cost, tuple(colours)]
+            return
+        for colour in range(len(left)):
+            if left[colour]:
+                left[colour] -= 1
+                colours[cell] = colour
+                extra = sum(all(colours[i] == colour for i in line) for line in closing[cell])
+                place(cell + 1, cost + extra)
+                left[colour] += 1
+
+    place(0, 0)
+    return float(best[0]), best[1]
+
+
 def verify(p: Params, solution: Solution) -> int:
     """The number of monochromatic lines, recomputed; raises InvalidSolution if the
     colouring has the wrong size, an unknown colour or the wrong count of a colour."""
@@ -168,3 +249,38 @@ def render(p: Params, solution: Solution) -> str:
         title = f"slice {s}" if d > 2 else ""
         slices.append("\n".join(([title] if title else []) + rows))
     return "\n\n".join(slices)
+
+
+def picture(p: Params, solution: Solution):
+    """A matplotlib Figure of the cube as its 2-D slices (rows × columns; for d = 4 one
+    panel per value of the first two coordinates), a disc per ball in its colour, and a
+    black ring on every cell of a monochromatic line; the title gives the count."""
+    from puzzlesweep.puzzles._draw import colour, panels
+
+    n, d = p.n, p.d
+    mono = set()
+    for line in lines(n, d):
+        if len({solution[i] for i in line}) == 1:
+            mono.update(line)
+    width = n if d >= 2 else n
+    height = n if d >= 2 else 1
+    count = max(1, len(solution) // (width * height))
+    figure, axes = panels(
+        count, f"{verify(p, solution)} monochromatic lines in {n}^{d}, counts {p.counts}"
+    )
+    for s, ax in enumerate(axes):
+        ax.set_xlim(-0.6, width - 0.4)
+        ax.set_ylim(height - 0.4, -0.6)
+        if count > 1:
+            ax.set_title(f"slice {s}" if d == 3 else f"slice {divmod(s, n)}", fontsize=9)
+        for r in range(height):
+            for c in range(width):
+                i = s * width * height + r * width + c
+                ax.add_patch(_disc(c, r, colour(solution[i]), i in mono))
+    return figure
+
+
+def _disc(x: float, y: float, fill: str, ring: bool):
+    from matplotlib.patches import Circle
+
+    return Circle((x, y), 0.38, facecolor=fill, edgecolor="black", linewidth=2.5 if ring else 0)

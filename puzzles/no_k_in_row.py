@@ -19,6 +19,12 @@ Sub-box cuts: for every strict sub-box B whose optimum h(B) is proven (`SUBBOX_O
 weak (x = 1/k everywhere gives cells/k: 50.4 on 6×7×6); with the 5×5×5, 5×5×6 and
 5×5×7 cuts HiGHS reaches a dual bound of 55 on 6×7×6 within 60 s, against 53 without.
 
+Symmetry: permuting the axes of a box, or dropping a side of length 1 (no window of
+k >= 2 runs along it), gives the same windows, so `canonical(p)` sorts the sides of
+length >= 2 increasingly (7×6 and 6×7, 1×7 and 7 are one instance each).
+Second method: `exhaustive(p)`, iterative deepening over removal budgets that branches on
+the cells of the first window left whole; for boxes of at most 24 cells.
+
 Roads not taken: clique or lifted cuts on overlapping windows, symmetry breaking and
 periodic starting patterns (issue 6); 2-D sub-box cuts (in 2-D, cells/k already lies
 within one of the optimum, so they cut nothing off).
@@ -42,7 +48,7 @@ Solution = tuple[int, ...]  # sorted indices of removed stones
 
 
 class Params(_Params):
-    """dims: the box's side lengths (1 to 6 dimensions, each >= 1, at most 1,000,000
+    """dims: the box's side lengths (1 to 10 dimensions, each >= 1, at most 1,000,000
     cells); k: the forbidden run length (>= 2, at most the largest side)."""
 
     dims: list[int]
@@ -51,8 +57,8 @@ class Params(_Params):
     @field_validator("dims")
     @classmethod
     def _dims(cls, dims: list[int]) -> list[int]:
-        if not 1 <= len(dims) <= 6 or min(dims) < 1:
-            raise ValueError("dims needs 1 to 6 side lengths, each at least 1")
+        if not 1 <= len(dims) <= 10 or min(dims) < 1:
+            raise ValueError("dims needs 1 to 10 side lengths, each at least 1")
         if math.prod(dims) > 1_000_000:
             raise ValueError("dims gives more than 1,000,000 cells")
         return dims
@@ -81,6 +87,32 @@ SUBBOX_OPTIMA = {(5, (5, 5, 5)): 28, (5, (5, 5, 6)): 34, (5, (5, 5, 7)): 40}
 def expand(point: dict) -> list[dict]:
     """Grid points need no family-specific expansion here."""
     return [point]
+
+
+def _axes(dims: list[int]) -> list[int]:
+    """Axis j of the canonical box is axis axes[j] of `dims` (sides >= 2, increasing)."""
+    kept = sorted((side, axis) for axis, side in enumerate(dims) if side >= 2)
+    return [axis for _, axis in kept] or [0]
+
+
+def canonical(p: Params) -> Params:
+    """p with the sides of length >= 2 sorted increasingly and sides of 1 dropped."""
+    return p.model_copy(update={"dims": [p.dims[axis] for axis in _axes(p.dims)]})
+
+
+def from_canonical(p: Params, solution: Solution) -> Solution:
+    """Removed cells of `canonical(p)` carried back to p's axes (row-major indices)."""
+    axes = _axes(p.dims)
+    small = [p.dims[axis] for axis in axes]
+    strides = [math.prod(p.dims[i + 1 :]) for i in range(len(p.dims))]
+    cells = []
+    for index in solution:
+        original = 0
+        for j in range(len(small) - 1, -1, -1):
+            index, coordinate = divmod(index, small[j])
+            original += coordinate * strides[axes[j]]
+        cells.append(original)
+    return tuple(sorted(cells))
 
 
 def directions(dimension: int) -> list[tuple[int, ...]]:
@@ -148,6 +180,35 @@ def from_mip(p: Params, x: list[float]) -> Solution:
     return tuple(i for i, value in enumerate(x) if value > 0.5)
 
 
+def exhaustive(p: Params) -> tuple[float | None, Solution | None]:
+    """(fewest removals, removed cells) by a second, independent method: iterative
+    deepening over the budget b = 0, 1, ...: pick the first window left whole and try
+    removing each of its k cells; no MIP, no cuts. Raises ValueError beyond 24 cells
+    (measured: 6×4 with k = 2, 18 removals, 2.6 s; 3×3×3 with k = 2 took 11 s)."""
+    cells = math.prod(p.dims)
+    if cells > 24:
+        raise ValueError("exhaustive search is for boxes of at most 24 cells")
+    every = windows(tuple(p.dims), p.k)
+
+    def hit(removed: frozenset[int], budget: int) -> frozenset[int] | None:
+        whole = next((w for w in every if removed.isdisjoint(w)), None)
+        if whole is None:
+            return removed
+        if budget == 0:
+            return None
+        for cell in whole:
+            found = hit(removed | {cell}, budget - 1)
+            if found is not None:
+                return found
+        return None
+
+    for budget in range(cells + 1):
+        found = hit(frozenset(), budget)
+        if found is not None:
+            return float(budget), tuple(sorted(found))
+    return None, None  # unreachable: removing every stone hits every window
+
+
 def verify(p: Params, solution: Solution) -> int:
     """The number of removed stones; raises InvalidSolution if a cell is out of the box,
     repeated, or some window of k stones is left whole."""
@@ -184,3 +245,30 @@ def render(p: Params, solution: Solution) -> str:
         ]
         blocks.append("\n".join(([f"slice {s}"] if outer else []) + grid))
     return "\n\n".join(blocks)
+
+
+def picture(p: Params, solution: Solution):
+    """A matplotlib Figure of the box as 2-D slices (rows × columns, one panel per value
+    of the outer coordinates): a black stone where one is kept, a red cross where one was
+    removed; the title gives the count."""
+    from puzzlesweep.puzzles._draw import panels
+
+    removed = set(solution)
+    *outer, rows, cols = [1] * (2 - len(p.dims)) + list(p.dims)
+    count = math.prod(outer)
+    figure, axes = panels(
+        count, f"{len(removed)} stones removed from {'×'.join(map(str, p.dims))}, k = {p.k}"
+    )
+    for s, ax in enumerate(axes):
+        ax.set_xlim(-0.6, cols - 0.4)
+        ax.set_ylim(rows - 0.4, -0.6)
+        if count > 1:
+            ax.set_title(f"slice {s}", fontsize=9)
+        kept = [(c, r) for r in range(rows) for c in range(cols)]
+        gone = [(c, r) for c, r in kept if s * rows * cols + r * cols + c in removed]
+        kept = [xy for xy in kept if xy not in set(gone)]
+        if kept:
+            ax.scatter(*zip(*kept, strict=True), s=120, color="black")
+        if gone:
+            ax.scatter(*zip(*gone, strict=True), s=120, color="red", marker="x")
+    return figure

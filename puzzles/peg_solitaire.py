@@ -14,20 +14,37 @@ Vocabulary:
 - move: one or more consecutive jumps by the same peg.
 - symmetry: the 6 maps of the triangle (rotations and reflections), acting on holes.
 - solution: the jumps in order; encoded in the catalog as comma-separated `from-to`
-  hole numbers, 1-based ("4-1,6-4,...").
+  hole numbers, 1-based ("4-1,6-4,..."). For `reachable`, a `Reachable`: the number of
+  distinct positions after 0, 1, 2, ... jumps and, for every hole where a single last
+  peg can stand (under the finish rule), one jump sequence that ends there as a witness;
+  encoded as `L=1,2,8,...|1=4-1,6-4,...|7=...` (layer counts, then `hole=jumps`, holes
+  1-based). `verify` replays every witness; the layer counts are re-checked only for
+  consistency (first layer 1, last layer = finishing holes when the finish is `any`),
+  since recounting them is the enumeration itself.
 
 Questions (`question`, given as `objective` on the command line and in specs, since the
 catalog's `objective` column holds the answer): `solve` finds a way to one peg (objective
 = pegs left, 1) by depth-first backtracking; `min_moves` finds the fewest moves
 (objective = moves) by uniform-cost search over (board, last peg moved), where a jump by
-the peg that just moved costs 0 and any other jump 1.
+the peg that just moved costs 0 and any other jump 1; `reachable` enumerates every
+position breadth-first (objective = the number of finishing holes).
 
-Roads not taken: a MIP over time-indexed jumps (a second method for issue 3); bitboard
-jump generation by shifts and a transposition table with move ordering (issue 6).
+Symmetry: `canonical(p)` maps the start hole (and a finish hole) to the least image
+under the 6 symmetries; a finish hole equal to the start becomes `start`.
+Second method: `exhaustive(p)`, a layered enumeration of exact positions (no symmetry,
+no pruning) that answers all three questions; for small boards (side <= 6).
+
+Measured (this 2-core machine, `puzzlesweep solve peg_solitaire side=S start=1 ...`):
+see README.md, "Peg solitaire sizes".
+
+Roads not taken: a MIP over time-indexed jumps as the second method (the enumeration is
+simpler and also answers `reachable`); bitboard jump generation by shifts and a
+transposition table with move ordering (issue 6); counting positions up to symmetry in
+`reachable` (exact positions are what a player counts).
 """
 
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
 
@@ -39,7 +56,17 @@ NAME = "peg_solitaire"
 SOLVERS = ("backtrack",)
 
 Jump = tuple[int, int, int]  # (from, over, to), 0-based hole indices
-Solution = tuple[Jump, ...]
+
+
+class Reachable(NamedTuple):
+    """The answer to `reachable`: layers[j] = distinct positions after j jumps;
+    finishes = ((hole, witness jumps), ...) sorted by hole, holes 0-based."""
+
+    layers: tuple[int, ...]
+    finishes: tuple[tuple[int, tuple[Jump, ...]], ...]
+
+
+Solution = tuple[Jump, ...] | Reachable
 
 DIRECTIONS = [(0, 1), (1, 0), (1, 1), (0, -1), (-1, 0), (-1, -1)]
 
@@ -52,12 +79,12 @@ def holes(side: int) -> int:
 class Params(_Params):
     """side: holes on a side (4..12); start: the empty hole (1..T(side)); finish: `any`,
     `start` or a hole number where the last peg must stand; question: `solve` or
-    `min_moves` (accepted as `objective`)."""
+    `min_moves` or `reachable` (accepted as `objective`)."""
 
     side: int
     start: int
     finish: str = "any"
-    question: Literal["solve", "min_moves"] = Field(
+    question: Literal["solve", "min_moves", "reachable"] = Field(
         "solve", validation_alias=AliasChoices("objective", "question")
     )
 
@@ -130,6 +157,42 @@ def symmetries(side: int) -> tuple[tuple[int, ...], ...]:
     return tuple(perms)
 
 
+def _symmetry(p: Params) -> tuple[tuple[int, ...], Params]:
+    """(the symmetry g taking p to its canonical form, that form)."""
+    target = p.finish_hole
+    finish = "start" if target == p.start - 1 else p.finish
+
+    def image(g: tuple[int, ...]) -> tuple[int, int]:
+        return g[p.start - 1], -1 if finish in ("any", "start") else g[target]
+
+    g = min(symmetries(p.side), key=image)
+    start, hole = image(g)
+    finish = finish if hole < 0 else str(hole + 1)
+    return g, p.model_copy(update={"start": start + 1, "finish": finish})
+
+
+def canonical(p: Params) -> Params:
+    """The least image of `p` under the 6 symmetries of the triangle: the start hole (then
+    the finish hole) with the smallest number; a finish hole equal to the start becomes
+    `start`. Equivalent instances have equal canonical forms (corners of T_5: 1, 11, 15
+    all become start 1)."""
+    return _symmetry(p)[1]
+
+
+def from_canonical(p: Params, solution: Solution) -> Solution:
+    """A solution of `canonical(p)` carried back to `p` by the inverse symmetry."""
+    g, _ = _symmetry(p)
+    back = {image: hole for hole, image in enumerate(g)}
+
+    def jumps(path):
+        return tuple((back[f], back[o], back[t]) for f, o, t in path)
+
+    if isinstance(solution, Reachable):
+        finishes = sorted((back[h], jumps(path)) for h, path in solution.finishes)
+        return Reachable(solution.layers, tuple(finishes))
+    return jumps(solution)
+
+
 def _board_maps(perms: tuple[tuple[int, ...], ...], size: int) -> list[list[list[int]]]:
     """Byte lookup tables: maps[g][chunk][byte] is the image of that byte's pegs under g."""
     maps = []
@@ -149,11 +212,28 @@ def _board_maps(perms: tuple[tuple[int, ...], ...], size: int) -> list[list[list
     return maps
 
 
+@lru_cache(maxsize=16)
+def _ordered_jumps(side: int) -> tuple[Jump, ...]:
+    """The jump rules in the order the depth-first search tries them: first jumps that do
+    not land in a corner, and among those jumps that start on the edge of the board
+    (G. I. Bell's rule of thumb, "don't jump into a corner or out of the center",
+    recmath.org/pegsolitaire). Measured: T_8 from holes 1, 2, 4, 5 all solved within 3 s
+    (hole 4 hit a 20 s limit in row order)."""
+    places, jumps = geometry(side)
+
+    def edge(hole: int) -> bool:
+        r, c = places[hole]
+        return r == side - 1 or c in (0, r)
+
+    corners = {0, holes(side) - side, holes(side) - 1}
+    return tuple(sorted(jumps, key=lambda j: (j[2] in corners, not edge(j[0]))))
+
+
 def search(p: Params) -> SearchProblem:
     """The search for `p.question`; symmetric images share keys under the symmetries
     that fix the finish hole (all 6 when the finish is `any`)."""
     size = holes(p.side)
-    _, jumps = geometry(p.side)
+    jumps = _ordered_jumps(p.side)
     target = p.finish_hole
     perms = tuple(g for g in symmetries(p.side) if target is None or g[target] == target)
     maps = _board_maps(perms, size)
@@ -171,6 +251,13 @@ def search(p: Params) -> SearchProblem:
                 yield (f, o, t), board ^ (1 << f | 1 << o | 1 << t)
 
     root = ((1 << size) - 1) ^ (1 << (p.start - 1))
+    if p.question == "reachable":  # exact positions, so the layer counts are exact
+        return SearchProblem(
+            root=root,
+            children=lambda board: ((j, b, 1) for j, b in legal(board)),
+            is_goal=solved,
+            layers=True,
+        )
     if p.question == "solve":
         return SearchProblem(
             root=root,
@@ -190,6 +277,90 @@ def search(p: Params) -> SearchProblem:
     )
 
 
+def from_search(p: Params, raw) -> Solution:
+    """The family solution from the search engine's raw answer: the jump list, or for
+    `reachable` the engine's {"layers", "goals"} as a `Reachable`."""
+    if p.question != "reachable":
+        return tuple(raw)
+    finishes = sorted((board.bit_length() - 1, tuple(path)) for board, path in raw["goals"])
+    return Reachable(tuple(raw["layers"]), tuple(finishes))
+
+
+def exhaustive(p: Params) -> tuple[float | None, Solution | None]:
+    """The answer to `p.question` by a second, independent method: a layered enumeration
+    of exact positions (board, hole the last jump landed on), keeping for each the fewest
+    moves and one parent; no symmetry, no pruning. Returns (objective, solution) as the
+    search would, (None, None) when `solve` or `min_moves` has no solution.
+
+    Raises ValueError for side > 6 (the enumeration is for small boards)."""
+    if p.side > 6:
+        raise ValueError("exhaustive enumeration is for side <= 6")
+    size = holes(p.side)
+    _, jumps = geometry(p.side)
+    target = p.finish_hole
+    start = ((1 << size) - 1) ^ (1 << (p.start - 1))
+    layer: dict[tuple[int, int], tuple[int, tuple | None, Jump | None]] = {
+        (start, -1): (0, None, None)
+    }
+    history = [layer]
+    counts = [1]
+    while True:
+        following: dict = {}
+        for state, (cost, _, _) in layer.items():
+            board, last = state
+            for f, o, t in jumps:
+                if board >> f & 1 and board >> o & 1 and not board >> t & 1:
+                    child = (board ^ (1 << f | 1 << o | 1 << t), t)
+                    value = cost + (f != last)
+                    if child not in following or value < following[child][0]:
+                        following[child] = (value, state, (f, o, t))
+        if not following:
+            break
+        history.append(following)
+        counts.append(len({board for board, _ in following}))
+        layer = following
+
+    def path(depth: int, state) -> tuple[Jump, ...]:
+        found = []
+        while depth > 0:
+            _, state, jump = history[depth][state]
+            found.append(jump)
+            depth -= 1
+        return tuple(found[::-1])
+
+    depth = size - 2  # one peg left after T - 2 jumps
+    goals = {} if depth >= len(history) else history[depth]
+    ends = {}  # hole -> (fewest moves, state)
+    for state, (cost, _, _) in goals.items():
+        hole = state[0].bit_length() - 1
+        if (target is None or hole == target) and (hole not in ends or cost < ends[hole][0]):
+            ends[hole] = (cost, state)
+    if p.question == "reachable":
+        finishes = tuple((h, path(depth, ends[h][1])) for h in sorted(ends))
+        return float(len(ends)), Reachable(tuple(counts), finishes)
+    if not ends:
+        return None, None
+    cost, state = min(ends.values())
+    return (1.0 if p.question == "solve" else float(cost)), path(depth, state)
+
+
+def details(p: Params, solution: Solution) -> dict:
+    """Extra fields for the CLI's `--json`: for `reachable`, {"layers": positions after
+    0, 1, ... jumps, "finishing_holes": 1-based holes}; otherwise {"moves": the move list,
+    each move as its path of 1-based holes "7-2-9", "jumps": the number of jumps}."""
+    if isinstance(solution, Reachable):
+        return {
+            "layers": list(solution.layers),
+            "finishing_holes": [h + 1 for h, _ in solution.finishes],
+        }
+    paths: list[list[int]] = []
+    for i, (f, _, t) in enumerate(solution):
+        if i == 0 or solution[i - 1][2] != f:
+            paths.append([f + 1])
+        paths[-1].append(t + 1)
+    return {"moves": ["-".join(map(str, path)) for path in paths], "jumps": len(solution)}
+
+
 def moves(solution: Solution) -> int:
     """The number of moves: maximal runs of jumps in which each starts where the last
     landed."""
@@ -199,7 +370,36 @@ def moves(solution: Solution) -> int:
 def verify(p: Params, solution: Solution) -> int:
     """Replays the jumps from the start position; returns pegs left (question `solve`)
     or moves (`min_moves`). Raises InvalidSolution on an illegal jump, more than one peg
-    left, or a last peg off the finish hole."""
+    left, or a last peg off the finish hole. For `reachable`, replays every witness,
+    checks that it ends on its hole and that the layer counts are consistent, and
+    returns the number of finishing holes."""
+    if p.question == "reachable" or isinstance(solution, Reachable):
+        return _verify_reachable(p, solution)
+    return _replay(p, solution)
+
+
+def _verify_reachable(p: Params, answer: Solution) -> int:
+    if p.question != "reachable" or not isinstance(answer, Reachable):
+        raise InvalidSolution("a reachable answer belongs to question reachable only")
+    layers, size = answer.layers, holes(p.side)
+    if not layers or layers[0] != 1 or len(layers) > size - 1 or min(layers) < 1:
+        raise InvalidSolution(f"layer counts {list(layers)} are not from a start position")
+    ends = [h for h, _ in answer.finishes]
+    if len(set(ends)) != len(ends):
+        raise InvalidSolution("a finishing hole is listed twice")
+    if ends and len(layers) != size - 1:
+        raise InvalidSolution("finishing holes need layers down to one peg")
+    if p.finish == "any" and len(layers) == size - 1 and layers[-1] != len(ends):
+        raise InvalidSolution(f"{layers[-1]} one-peg positions but {len(ends)} holes")
+    for hole, path in answer.finishes:
+        single = p.model_copy(update={"finish": str(hole + 1), "question": "solve"})
+        if p.finish_hole not in (None, hole):
+            raise InvalidSolution(f"hole {hole + 1} breaks the finish rule {p.finish}")
+        _replay(single, path)
+    return len(ends)
+
+
+def _replay(p: Params, solution: tuple[Jump, ...]) -> int:
     _, jumps = geometry(p.side)
     rules = set(jumps)
     board = ((1 << holes(p.side)) - 1) ^ (1 << (p.start - 1))
@@ -215,12 +415,25 @@ def verify(p: Params, solution: Solution) -> int:
 
 
 def encode(solution: Solution) -> str:
-    """Comma-separated `from-to` hole numbers, 1-based ("4-1,6-4")."""
+    """Comma-separated `from-to` hole numbers, 1-based ("4-1,6-4"); a `Reachable` as
+    `L=` layer counts then `|hole=jumps` per finishing hole ("L=1,2|1=4-1,6-4")."""
+    if isinstance(solution, Reachable):
+        parts = ["L=" + ",".join(map(str, solution.layers))]
+        parts += [f"{h + 1}={encode(path)}" for h, path in solution.finishes]
+        return "|".join(parts)
     return ",".join(f"{f + 1}-{t + 1}" for f, _, t in solution)
 
 
 def decode(text: str) -> Solution:
-    """The inverse of `encode`: the jumped-over hole is the one between from and to."""
+    """The inverse of `encode`: the jumped-over hole is the one between from and to.
+    Raises ValueError on text that is not an encoding."""
+    if text.startswith("L="):
+        head, *rest = text.split("|")
+        finishes = []
+        for item in rest:
+            hole, _, path = item.partition("=")
+            finishes.append((int(hole) - 1, decode(path)))
+        return Reachable(tuple(int(c) for c in head[2:].split(",")), tuple(finishes))
     jumps = []
     for item in filter(None, text.split(",")):
         f, t = (int(h) - 1 for h in item.split("-"))
@@ -242,7 +455,21 @@ def _picture(side: int, board: int) -> list[str]:
 
 
 def render(p: Params, solution: Solution) -> str:
-    """The board ('x' a peg, '.' a hole) at the start and after every move."""
+    """The board ('x' a peg, '.' a hole) at the start and after every move; for
+    `reachable`, the layer counts and the finishing holes marked 'o'."""
+    if isinstance(solution, Reachable):
+        ends = {h for h, _ in solution.finishes}
+        places, _ = geometry(p.side)
+        rows = [[] for _ in range(p.side)]
+        for i, (r, _) in enumerate(places):
+            rows[r].append("o" if i in ends else ".")
+        board = [" " * (p.side - 1 - r) + " ".join(row) for r, row in enumerate(rows)]
+        head = [
+            "positions after each jump: " + ", ".join(map(str, solution.layers)),
+            "holes where the last peg can stand: "
+            + (", ".join(str(h + 1) for h in sorted(ends)) or "none"),
+        ]
+        return "\n".join(head + board)
     board = ((1 << holes(p.side)) - 1) ^ (1 << (p.start - 1))
     blocks = [[f"start, hole {p.start} empty", *_picture(p.side, board)]]
     move: list[Jump] = []
@@ -254,3 +481,76 @@ def render(p: Params, solution: Solution) -> str:
             blocks.append([f"move {len(blocks)}: {path}", *_picture(p.side, board)])
             move = []
     return "\n\n".join("\n".join(block) for block in blocks)
+
+
+def _draw_board(ax, side: int, board: int, marked=(), path=()) -> None:
+    """Holes as rings, pegs as discs, `marked` holes ringed green, `path` as arrows."""
+    places, _ = geometry(side)
+    xy = [(c - r / 2, -r * 0.866) for r, c in places]
+    ax.set_xlim(-side / 2 - 0.2, side / 2 - 0.3)
+    ax.set_ylim(-(side - 1) * 0.866 - 0.6, 0.6)
+    for i, (x, y) in enumerate(xy):
+        peg = board >> i & 1
+        ax.scatter(
+            [x],
+            [y],
+            s=160,
+            facecolor="#8b4513" if peg else "white",
+            edgecolor="green" if i in marked else "black",
+            linewidth=3 if i in marked else 1,
+            zorder=2,
+        )
+        ax.text(x, y - 0.36, str(i + 1), ha="center", va="center", fontsize=6, color="grey")
+    for f, _, t in path:
+        (x0, y0), (x1, y1) = xy[f], xy[t]
+        ax.annotate(
+            "",
+            (x1, y1),
+            (x0, y0),
+            zorder=3,
+            arrowprops={"arrowstyle": "->", "color": "blue", "lw": 1.5},
+        )
+
+
+def picture(p: Params, solution: Solution):
+    """A matplotlib Figure: the board at the start and after every move (pegs brown,
+    empty holes white, the move's jumps as blue arrows, holes numbered 1-based); for
+    `reachable`, the board with every finishing hole ringed green and the number of
+    positions after each jump as a bar chart."""
+    from puzzlesweep.puzzles._draw import panels
+
+    start = ((1 << holes(p.side)) - 1) ^ (1 << (p.start - 1))
+    if isinstance(solution, Reachable):
+        ends = [h for h, _ in solution.finishes]
+        figure, (board_ax, bars) = panels(
+            2,
+            f"T_{p.side}, start {p.start}: last peg can stand on "
+            f"{', '.join(str(h + 1) for h in ends) or 'no hole'}",
+            size=3.2,
+        )
+        _draw_board(board_ax, p.side, start, marked=ends)
+        bars.set_axis_on()
+        bars.set_aspect("auto")
+        bars.bar(range(len(solution.layers)), solution.layers, color="#8b4513")
+        bars.set_xlabel("jumps")
+        bars.set_ylabel("distinct positions")
+        return figure
+    moves_made: list[list[Jump]] = []
+    for i, jump in enumerate(solution):
+        if i == 0 or solution[i - 1][2] != jump[0]:
+            moves_made.append([])
+        moves_made[-1].append(jump)
+    figure, axes = panels(
+        len(moves_made) + 1,
+        f"T_{p.side}, start {p.start}: {len(moves_made)} moves, {len(solution)} jumps",
+        size=2.0,
+    )
+    board = start
+    _draw_board(axes[0], p.side, board)
+    axes[0].set_title("start", fontsize=9)
+    for ax, move in zip(axes[1:], moves_made, strict=True):
+        for f, o, t in move:
+            board ^= 1 << f | 1 << o | 1 << t
+        _draw_board(ax, p.side, board, path=move)
+        ax.set_title("-".join([str(move[0][0] + 1)] + [str(t + 1) for _, _, t in move]), fontsize=9)
+    return figure

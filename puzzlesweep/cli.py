@@ -1,12 +1,14 @@
 """The command line (typer): exit 0 ok, 2 bad input (nothing written), 1 failure.
 
     puzzlesweep solve FAMILY key=value ... [--solver S] [--time-limit S] [--json]
+        [--picture FILE.png|FILE.svg]
     puzzlesweep run SPEC.toml [--catalog DIR] [--address tcp://HOST:PORT] [--workers N]
                     [--memory-limit SIZE] [--retries N] [--dashboard-address HOST:PORT]
     puzzlesweep catalog query "SQL over results" [--catalog DIR] [--format table|csv|json]
     puzzlesweep catalog summary [--catalog DIR] [--sweep NAME]
     puzzlesweep catalog check [--catalog DIR]
     puzzlesweep catalog compact [--catalog DIR] [--family F] [--min-files N] [--grace S]
+    puzzlesweep catalog verify [--catalog DIR]
 
 Parameter values on the command line are integers (`k=5`), words (`piece=knight`) or
 comma-separated integer lists (`dims=6,7,6`, `counts=14,13`).
@@ -48,6 +50,7 @@ CatalogOption = Annotated[
     ),
 ]
 INTEGER = re.compile(r"^-?\d+$")
+DONE = ("params_key", "solver", "time_limit", "node_limit")  # the columns of Job.done_key
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
@@ -88,8 +91,11 @@ def solve(
     time_limit: Annotated[float, typer.Option(help="Seconds for this instance")] = 60.0,
     node_limit: Annotated[int | None, typer.Option(help="Nodes for this instance")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
+    picture: Annotated[
+        str | None, typer.Option(help="Draw the solution into FILE.png or FILE.svg")
+    ] = None,
 ) -> None:
-    """Solve one instance, verify its solution and print it."""
+    """Solve one instance, verify its solution and print it (and draw it)."""
     from puzzlesweep import puzzles
     from puzzlesweep.core import Instance, make_params
     from puzzlesweep.solve import check_solver, solve_instance
@@ -100,13 +106,20 @@ def solve(
         instance = Instance(family, make_params(module.Params, parse_assignments(params or [])))
         chosen = check_solver(family, solver)
         limits = Limits(time_limit, node_limit)
+        if picture is not None and not picture.lower().endswith((".png", ".svg")):
+            raise BadInput(f"--picture: {picture!r} must end in .png or .svg")
     except (BadInput, ValueError) as exc:
         raise fail(f"{family}: {exc}") from None
     row = solve_instance(instance, chosen, limits)
+    if picture is not None:
+        _draw(module, instance.params, row["solution"], picture)
     if as_json:
         keys = ["family", "params", "instance_key", "solver", "status", "objective", "bound"]
         keys += ["verified", "solve_seconds", "solution"]
-        print(json.dumps({k: row[k] for k in keys}))
+        shown = {k: row[k] for k in keys}
+        if row["solution"] is not None and hasattr(module, "details"):
+            shown.update(module.details(instance.params, module.decode(row["solution"])))
+        print(json.dumps(shown))
     else:
         shown = " ".join(f"{k}={_text(v)}" for k, v in row["params"].items())
         out.print(f"{family} {shown}", highlight=False)
@@ -124,6 +137,16 @@ def solve(
             )
     if row["status"] == "error" or row["verified"] is False:
         raise typer.Exit(1)
+
+
+def _draw(module, params, solution: str | None, path: str) -> None:
+    """Draw the decoded solution with the family's `picture` into `path` (PNG or SVG)."""
+    if solution is None:
+        err.print(f"no solution to draw; {path} not written", highlight=False)
+        return
+    figure = module.picture(params, module.decode(solution))
+    figure.savefig(path, dpi=80)
+    err.print(f"picture written to {path}", highlight=False)
 
 
 def _text(value: Any) -> str:
@@ -144,15 +167,13 @@ def _summary_table(catalog_path: str, plan) -> Table:
     from puzzlesweep import puzzles
 
     wanted = {job.done_key: job for job in plan.jobs}
-    rows = [
-        r
-        for r in store.latest(catalog_path, plan.name)
-        if (r["instance_key"], r["solver"], r["time_limit"], r["node_limit"]) in wanted
-    ]
+
+    def done_key(r: dict) -> tuple:  # rows from before params_key: instance_key is it
+        return (r.get("params_key") or r["instance_key"], *(r[k] for k in DONE[1:]))
+
+    rows = [r for r in store.latest(catalog_path, plan.name) if done_key(r) in wanted]
     order = {key: i for i, key in enumerate(wanted)}
-    rows.sort(
-        key=lambda r: order[(r["instance_key"], r["solver"], r["time_limit"], r["node_limit"])]
-    )
+    rows.sort(key=lambda r: order[done_key(r)])
     table = Table(
         title=f"sweep {plan.name}: {len(rows)} of {len(wanted)} instances in {catalog_path}"
     )
@@ -429,6 +450,8 @@ def catalog_summary(
         _, families = store.query(
             location, f"SELECT DISTINCT family FROM results {where} ORDER BY 1", args
         )
+        names, _ = store.query(location, "SELECT * FROM results LIMIT 0")
+        own = store._own_key([(name,) for name in names])  # equivalents share instance_key
         for (family,) in families:
             if family not in puzzles.FAMILIES:
                 continue
@@ -436,9 +459,9 @@ def catalog_summary(
             columns, rows = store.query(
                 location,
                 f"SELECT {params}, solver, time_limit, status, objective, bound, "
-                "count(*) OVER (PARTITION BY instance_key) AS results FROM results "
+                f"count(*) OVER (PARTITION BY {own}) AS results FROM results "
                 f"WHERE family = ? {where.replace('WHERE', 'AND')} "
-                "QUALIFY row_number() OVER (PARTITION BY instance_key, solver ORDER BY "
+                f"QUALIFY row_number() OVER (PARTITION BY {own}, solver ORDER BY "
                 "status = 'optimal' DESC, status = 'error', finished_at DESC) = 1 "
                 f"ORDER BY {params}, solver",
                 [family, *args],
@@ -491,6 +514,39 @@ def catalog_compact(
             highlight=False,
         )
     out.print(f"{len(done) - 1} partitions compacted, {done[-1]['deleted']} old files deleted")
+
+
+@catalog_app.command("verify")
+def catalog_verify(catalog: CatalogOption = None) -> None:
+    """Decode every stored solution and re-check it with its family's verifier, from the
+    catalog alone; lists the rows that fail and exits 1 if any does."""
+    from puzzlesweep import puzzles
+    from puzzlesweep.solve import recheck
+
+    path = catalog or store.default_catalog()
+    checked, failures = 0, []
+    try:
+        for family in puzzles.FAMILIES:
+            columns, rows = store.query(
+                path,
+                "SELECT * FROM results WHERE family = ? AND solution IS NOT NULL",
+                [family],
+            )
+            for values in rows:
+                row = dict(zip(columns, values, strict=True))
+                checked += 1
+                if (why := recheck(family, row)) is not None:
+                    failures.append((row["run_id"], family, row["instance_key"], why))
+    except BadInput as exc:
+        raise fail(str(exc)) from None
+    if failures:
+        table = Table("run_id", "family", "instance_key", "why", title="failed re-checks")
+        for failure in failures:
+            table.add_row(*failure)
+        out.print(table)
+    out.print(f"{checked} solutions re-checked, {len(failures)} failed", highlight=False)
+    if failures:
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -2,8 +2,11 @@
 
 An instance is a family name plus validated parameters (a frozen pydantic model, one
 class per family). Its `instance_key` is the first 16 hex digits of the SHA-256 of the
-canonical JSON of {"family": name, "params": params} with sorted keys, so it is the same
-on every machine and Python version.
+canonical JSON of {"family": name, "params": canonical params} with sorted keys, so it
+is the same on every machine and Python version, and equivalent instances (a mirrored
+start hole, an m×n board against n×m) share it: the canonical params are the family's
+`canonical(params)`, its least image under the symmetries of the puzzle. `params_key`
+is the same hash of the instance's own params, which tells equivalent instances apart.
 """
 
 import hashlib
@@ -52,7 +55,14 @@ class Instance:
 
     @property
     def key(self) -> str:
-        """The stable instance key (see `instance_key`)."""
+        """The stable instance key of the canonical form (see the module docstring)."""
+        from puzzlesweep import puzzles
+
+        return instance_key(self.family, puzzles.get(self.family).canonical(self.params))
+
+    @property
+    def params_key(self) -> str:
+        """The stable key of these very params (equal to `key` for a canonical instance)."""
         return instance_key(self.family, self.params)
 
 

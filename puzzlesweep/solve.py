@@ -1,14 +1,18 @@
 """Solve one instance end to end: build, solve, decode, verify. Knows no orchestration.
 
-`solve_instance(instance, solver, limits)` is what the CLI's `solve` and every batch task
-call. It never raises for a failing model, solver or verifier: the failure becomes a
-result with status `error` and its message, so a batch always reports every instance.
+`solve_instance(instance, solver, limits)` is what the CLI's `solve` and each batch's
+child process call; a batch solves one `canonical_instance` per class of equivalent
+instances and makes every member's row with `carry_over` (`solve_instances` does the
+same in one process). They never raise for a failing model, solver or verifier:
+the failure becomes a result with status `error` and its message, so a batch always
+reports every instance.
 """
 
 import math
 import socket
 import time
 import traceback
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,39 +35,35 @@ def check_solver(family: str, solver: str | None) -> str:
 
 
 def _run_solver(instance: Instance, solver: str, limits: Limits) -> tuple[SolverResult, Any]:
-    """(the solver's result, the decoded family solution or None)."""
+    """(the solver's result, the decoded solution of the canonical form, or None).
+
+    The solver always sees `canonical(params)`, so equivalent instances are one model."""
     family = puzzles.get(instance.family)
+    params = family.canonical(instance.params)
     if solver == "highs":
         from puzzlesweep.solvers import highs
 
-        result = highs.solve(family.model(instance.params), limits)
+        result = highs.solve(family.model(params), limits)
         decoded = None
         if result.solution is not None:
-            decoded = family.from_mip(instance.params, result.solution)
+            decoded = family.from_mip(params, result.solution)
     else:
         from puzzlesweep.solvers import backtrack
 
-        result = backtrack.solve(family.search(instance.params), limits)
-        decoded = tuple(result.solution) if result.solution is not None else None
+        result = backtrack.solve(family.search(params), limits)
+        decoded = None
+        if result.solution is not None:
+            from_search = getattr(family, "from_search", lambda p, raw: tuple(raw))
+            decoded = from_search(params, result.solution)
     return result, decoded
 
 
-def solve_instance(instance: Instance, solver: str, limits: Limits) -> dict[str, Any]:
-    """Solve and verify one instance; returns the result fields of one catalog row.
-
-    Keys: family, instance_key, solver, solver_version, status, objective, bound, gap,
-    solve_seconds, nodes, solution (the family's compact text), verified (bool, or None
-    when there is no solution to check), error, worker, started_at, finished_at (UTC),
-    time_limit (seconds), node_limit, params (dict). A verified objective is the
-    verifier's recomputed value; a solution the verifier rejects is kept, with
-    verified False and the verifier's message in `error`.
-    """
-    family = puzzles.get(instance.family)
-    started_at = datetime.now(UTC)
-    t0 = time.perf_counter()
-    row: dict[str, Any] = {
+def _empty_row(instance: Instance, solver: str, limits: Limits) -> dict[str, Any]:
+    return {
         "family": instance.family,
         "instance_key": instance.key,
+        "params_key": instance.params_key,
+        "equivalent": False,
         "solver": solver,
         "solver_version": "",
         "status": "error",
@@ -76,43 +76,152 @@ def solve_instance(instance: Instance, solver: str, limits: Limits) -> dict[str,
         "verified": None,
         "error": None,
         "worker": socket.gethostname(),
-        "started_at": started_at,
+        "started_at": datetime.now(UTC),
         "finished_at": None,
         "time_limit": float(limits.time_limit),
         "node_limit": limits.node_limit,
         "params": instance.params.model_dump(),
     }
+
+
+def _fill(row: dict[str, Any], instance: Instance, result: SolverResult, decoded: Any) -> None:
+    """Copy the solver's fields into `row`, carry the canonical solution back to the
+    instance, encode it and verify it against the instance's own params."""
+    family = puzzles.get(instance.family)
+    row.update(
+        status=result.status,
+        solver_version=result.solver_version,
+        objective=result.objective,
+        bound=result.bound,
+        gap=result.gap,
+        solve_seconds=result.seconds,
+        nodes=result.nodes,
+        error=result.message,
+    )
+    if decoded is None:
+        return
+    decoded = family.from_canonical(instance.params, decoded)
+    row["solution"] = family.encode(decoded)
     try:
-        result, decoded = _run_solver(instance, solver, limits)
-        row.update(
-            status=result.status,
-            solver_version=result.solver_version,
-            objective=result.objective,
-            bound=result.bound,
-            gap=result.gap,
-            solve_seconds=result.seconds,
-            nodes=result.nodes,
-            error=result.message,
+        value = family.verify(instance.params, decoded)
+    except InvalidSolution as exc:
+        row.update(verified=False, error=f"verifier: {exc}")
+    else:
+        matches = result.objective is not None and math.isclose(
+            value, result.objective, abs_tol=1e-6
         )
-        if decoded is not None:
-            row["solution"] = family.encode(decoded)
-            try:
-                value = family.verify(instance.params, decoded)
-            except InvalidSolution as exc:
-                row.update(verified=False, error=f"verifier: {exc}")
+        row["verified"] = matches
+        if matches:
+            row["objective"] = float(value)
+        else:
+            row["error"] = f"verifier recomputed {value}, solver said {result.objective}"
+
+
+def solve_instances(instances: list[Instance], solver: str, limits: Limits) -> list[dict[str, Any]]:
+    """One result row per instance, in order (the fields of `solve_instance`).
+
+    Instances that share an `instance_key` are equivalent: the first is solved (as its
+    canonical form) and every later one becomes an *equivalent row*: `equivalent` True,
+    the same status and bound, the solution carried to its own params by the symmetry and
+    verified again, `solve_seconds` 0 and `nodes` 0. Never raises for a failing model,
+    solver or verifier."""
+    solved: dict[str, tuple[SolverResult, Any]] = {}
+    rows = []
+    for instance in instances:
+        row = _empty_row(instance, solver, limits)
+        t0 = time.perf_counter()
+        try:
+            if instance.key in solved:
+                result, decoded = solved[instance.key]
+                result = replace(result, seconds=0.0, nodes=0)
+                row["equivalent"] = True
             else:
-                matches = result.objective is not None and math.isclose(
-                    value, result.objective, abs_tol=1e-6
-                )
-                row["verified"] = matches
-                if matches:
-                    row["objective"] = float(value)
-                else:
-                    row["error"] = f"verifier recomputed {value}, solver said {result.objective}"
-    except Exception as exc:  # one crashing instance must not lose the batch
-        last = traceback.extract_tb(exc.__traceback__)[-1]
-        row.update(status="error", error=f"{type(exc).__name__}: {exc} ({last.name}:{last.lineno})")
-    if row["solve_seconds"] is None:
-        row["solve_seconds"] = time.perf_counter() - t0
-    row["finished_at"] = datetime.now(UTC)
-    return row
+                result, decoded = _run_solver(instance, solver, limits)
+                solved[instance.key] = (result, decoded)
+            _fill(row, instance, result, decoded)
+        except Exception as exc:  # one crashing instance must not lose the batch
+            last = traceback.extract_tb(exc.__traceback__)[-1]
+            row.update(
+                status="error", error=f"{type(exc).__name__}: {exc} ({last.name}:{last.lineno})"
+            )
+        if row["solve_seconds"] is None:
+            row["solve_seconds"] = time.perf_counter() - t0
+        row["finished_at"] = datetime.now(UTC)
+        rows.append(row)
+    return rows
+
+
+def solve_instance(instance: Instance, solver: str, limits: Limits) -> dict[str, Any]:
+    """Solve and verify one instance; returns the result fields of one catalog row.
+
+    Keys: family, instance_key (of the canonical form), params_key (of these params),
+    equivalent (False here), solver, solver_version, status, objective, bound, gap,
+    solve_seconds, nodes, solution (the family's compact text, for these params),
+    verified (bool, or None when there is no solution to check), error, worker,
+    started_at, finished_at (UTC), time_limit (seconds), node_limit, params (dict). A
+    verified objective is the verifier's recomputed value; a solution the verifier
+    rejects is kept, with verified False and the verifier's message in `error`.
+    """
+    return solve_instances([instance], solver, limits)[0]
+
+
+def recheck(family_name: str, row: dict[str, Any]) -> str | None:
+    """Re-verify one stored result from its catalog columns alone: rebuild the params from
+    the family's parameter columns, decode `solution`, run the family's verifier and
+    compare with `objective`. Returns None when it holds, else why it fails (a bad
+    parameter, an undecodable text, a broken rule, or a different objective)."""
+    family = puzzles.get(family_name)
+    raw = {name: row.get(name) for name in family.Params.model_fields}
+    try:
+        params = family.Params.model_validate(raw)
+    except ValueError as exc:
+        return f"parameters do not validate: {exc}"
+    try:
+        solution = family.decode(row["solution"])
+    except (ValueError, IndexError) as exc:
+        return f"solution text does not decode: {exc}"
+    try:
+        value = family.verify(params, solution)
+    except InvalidSolution as exc:
+        return f"verifier: {exc}"
+    objective = row.get("objective")
+    if objective is not None and not math.isclose(value, objective, abs_tol=1e-6):
+        return f"verifier recomputed {value}, the catalog says {objective}"
+    return None
+
+
+def canonical_instance(instance: Instance) -> Instance:
+    """The canonical form of `instance` (the family's `canonical(params)`): the one
+    instance a batch solves for a whole class of equivalent instances."""
+    family = puzzles.get(instance.family)
+    return Instance(instance.family, family.canonical(instance.params))
+
+
+def carry_over(row: dict[str, Any], instance: Instance, equivalent: bool) -> dict[str, Any]:
+    """The row of `instance` made from `row`, the result of its canonical form: the same
+    status, bound and limits, the solution carried to `instance`'s params by the symmetry
+    (`from_canonical`), encoded and verified again against those params. `equivalent`
+    marks a row that was not solved itself (its solve_seconds and nodes become 0)."""
+    family = puzzles.get(instance.family)
+    new = {
+        **row,
+        "instance_key": instance.key,
+        "params_key": instance.params_key,
+        "equivalent": equivalent,
+        "params": instance.params.model_dump(),
+    }
+    if equivalent:
+        new.update(solve_seconds=0.0, nodes=0)
+    if row.get("solution") is None:
+        return new
+    try:
+        decoded = family.from_canonical(instance.params, family.decode(row["solution"]))
+        new["solution"] = family.encode(decoded)
+        value = family.verify(instance.params, decoded)
+    except (InvalidSolution, ValueError) as exc:
+        new.update(verified=False, error=f"verifier: {exc}")
+        return new
+    objective = row.get("objective")
+    holds = objective is not None and math.isclose(value, objective, abs_tol=1e-6)
+    new["verified"] = bool(holds and row.get("verified") is not False)
+    return new

@@ -6,7 +6,7 @@ its canonical form (for example the least of its images under a board's symmetri
 position proven dead, or already reached more cheaply, is pruned together with all its
 symmetric images, as in the seed `003_f55d0c0b3991d583.txt`.
 
-Two engines, chosen by `SearchProblem.minimise`:
+Three engines, chosen by `SearchProblem.layers` and `SearchProblem.minimise`:
 - depth-first backtracking (`minimise=False`): the first goal found; a goal answers a
   yes/no question, so the result is `optimal` with objective `goal_objective`, or
   `infeasible` after the whole space is refuted.
@@ -17,6 +17,12 @@ Two engines, chosen by `SearchProblem.minimise`:
   is the incumbent that a time or node limit reports with the bound (as HiGHS does), and
   uniform-cost search stops as soon as its bound reaches the incumbent; a dive that
   searches the whole space without a goal proves the instance infeasible.
+- breadth-first enumeration (`layers=True`): every state reachable from the root, layer by
+  layer (layer j = reached by exactly j moves; the state graph must be layered, as when
+  every move removes a peg), counting distinct keys per layer and collecting every goal
+  with one path to it. The result is `optimal` (the enumeration is complete) with
+  objective = the number of distinct goals and solution = {"layers": [count per depth],
+  "goals": [(goal state, moves), ...]}.
 """
 
 import heapq
@@ -53,6 +59,7 @@ class SearchProblem:
     key: Callable[[State], Hashable] = lambda state: state
     minimise: bool = False
     goal_objective: float = 0.0
+    layers: bool = False
 
 
 class _LimitReached(Exception):
@@ -149,6 +156,37 @@ def _uniform_cost(
     return None, bound
 
 
+def _layered(problem: SearchProblem, budget: _Budget) -> dict:
+    """{"layers": distinct keys per depth, "goals": [(state, moves)]}, breadth-first.
+
+    Keeps one parent per key of every layer (memory grows with the states reached)."""
+    frontier = {problem.key(problem.root): problem.root}
+    parents: list[dict[Hashable, tuple[Hashable, Move]]] = []
+    counts: list[int] = []
+    goals = []
+    while frontier:
+        counts.append(len(frontier))
+        depth = len(counts) - 1
+        following: dict[Hashable, State] = {}
+        links: dict[Hashable, tuple[Hashable, Move]] = {}
+        for key, state in frontier.items():
+            budget.tick()
+            if problem.is_goal(state):
+                moves, walk = [], key
+                for level in range(depth - 1, -1, -1):
+                    walk, move = parents[level][walk]
+                    moves.append(move)
+                goals.append((state, moves[::-1]))
+            for move, child, _ in problem.children(state):
+                child_key = problem.key(child)
+                if child_key not in following:
+                    following[child_key] = child
+                    links[child_key] = (key, move)
+        parents.append(links)
+        frontier = following
+    return {"layers": counts, "goals": goals}
+
+
 @dataclass
 class _Dive:
     moves: list[Move] | None
@@ -174,7 +212,8 @@ def solve(problem: SearchProblem, limits: Limits) -> SolverResult:
     """Run the engine `problem.minimise` selects under `limits`; never raises.
 
     Returns status optimal | infeasible | time_limit | node_limit | error, the moves of the
-    goal path as `solution`, the objective (path cost, or `goal_objective`), the dual bound
+    goal path as `solution` (the enumeration's dict for `layers`), the objective (path
+    cost, `goal_objective`, or the number of goals for `layers`), the dual bound
     (equal to the objective when optimal), expanded nodes and wall-clock seconds. A
     minimisation stopped by a limit keeps the incumbent of its dive (solution and
     objective) with the bound of its uniform-cost search.
@@ -184,7 +223,10 @@ def solve(problem: SearchProblem, limits: Limits) -> SolverResult:
     result = SolverResult(status="error", solver="backtrack", solver_version=VERSION)
     seconds = None
     try:
-        if problem.minimise:
+        if problem.layers:
+            enumerated = _layered(problem, budget)
+            moves, cost = enumerated, len(enumerated["goals"])
+        elif problem.minimise:
             incumbent = _dive(problem, limits)
             budget.nodes = incumbent.nodes
             if incumbent.moves is not None:

@@ -133,7 +133,7 @@ def test_sweep_survives_a_killed_worker(prefect_api, cluster, tmp_path):
     # Every instance exactly once, and the survivor did the rest.
     _, rows = catalog.query(
         results,
-        "SELECT count(*), count(DISTINCT instance_key), count(DISTINCT run_id), "
+        "SELECT count(*), count(DISTINCT params_key), count(DISTINCT run_id), "
         "count(*) FILTER (status = 'error') FROM results",
     )
     assert rows == [(27, 27, 1, 0)]

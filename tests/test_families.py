@@ -21,7 +21,10 @@ def solve(family: str, **raw) -> dict:
 def test_family_contract(name):
     module = puzzles.get(name)
     assert module.NAME == name
-    for attribute in ("Params", "expand", "verify", "encode", "decode", "render", "SOLVERS"):
+    for attribute in (
+        *("Params", "expand", "verify", "encode", "decode", "render", "SOLVERS"),
+        *("canonical", "from_canonical", "exhaustive", "picture"),
+    ):
         assert hasattr(module, attribute), attribute
     if "highs" in module.SOLVERS:
         assert hasattr(module, "model") and hasattr(module, "from_mip")

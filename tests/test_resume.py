@@ -116,12 +116,12 @@ def test_sigkill_midway_then_rerun_solves_only_what_is_missing(api_env, tmp_path
 
     # Every instance exactly once, none solved twice, each with its 2 s limit.
     _, twice = catalog.query(
-        results, "SELECT instance_key FROM results GROUP BY 1 HAVING count(*) > 1"
+        results, "SELECT params_key FROM results GROUP BY 1 HAVING count(*) > 1"
     )
     assert twice == []
     _, [(total, keys, limited)] = catalog.query(
         results,
-        "SELECT count(*), count(DISTINCT instance_key), count(*) FILTER (status = 'time_limit') "
+        "SELECT count(*), count(DISTINCT params_key), count(*) FILTER (status = 'time_limit') "
         "FROM results",
     )
     assert (total, keys, limited) == (8, 8, 8)
@@ -175,12 +175,14 @@ def test_two_runs_into_one_catalog_at_once(api_env, tmp_path):
         ("mixed", "finished", 14),
     ]
     assert all(solved == finals for *_, solved, finals in manifests)
+    # params_key: equivalent instances (peg start holes alike by symmetry) share
+    # instance_key since issue 3, but each keeps its own row.
     _, per_run = catalog.query(
         results,
-        "SELECT sweep, count(*), count(DISTINCT instance_key) FROM results GROUP BY 1 ORDER BY 1",
+        "SELECT sweep, count(*), count(DISTINCT params_key) FROM results GROUP BY 1 ORDER BY 1",
     )
     assert per_run == [(sweep, solved, solved) for sweep, _, _, solved, _ in manifests]
-    _, [(keys,)] = catalog.query(results, "SELECT count(DISTINCT instance_key) FROM results")
+    _, [(keys,)] = catalog.query(results, "SELECT count(DISTINCT params_key) FROM results")
     assert keys == 18
     # OEIS A006075 from either run: knights on 5x5 and 6x6 -> 5 and 8.
     _, boards = catalog.query(

@@ -1,0 +1,101 @@
+"""Every family through a sweep: `counts = "all"`, `start = "all"`, mirrored boards and
+boxes; each canonical instance is solved once, the rest are recorded as equivalent rows,
+and `catalog verify` re-checks every stored solution from the catalog alone."""
+
+from puzzlesweep import catalog
+from puzzlesweep.flows.sweep import run_sweep
+
+from .conftest import cli
+
+SPEC = """
+name = "families"
+[[study]]
+family = "monochromatic_lines"
+[study.grid]
+n = 3
+d = 2
+counts = ["all", [4, 5]]
+
+[[study]]
+family = "no_k_in_row"
+[study.grid]
+dims = [[4, 4], [3, 4], [4, 3], [1, 4, 3]]
+k = 3
+
+[[study]]
+family = "domination"
+[study.grid]
+piece = "knight"
+rows = "2..3"
+cols = "2..3"
+
+[[study]]
+family = "peg_solitaire"
+[study.grid]
+side = 5
+start = "all"
+objective = "reachable"
+"""
+
+
+def test_a_sweep_solves_each_canonical_instance_once(prefect_api, tmp_path):
+    spec = tmp_path / "families.toml"
+    spec.write_text(SPEC)
+    results = tmp_path / "results"
+    report = run_sweep(str(spec), str(results), workers=2)
+    # 4 splits + (4, 5); 4 boxes; 4 boards; 15 start holes.
+    assert (report["planned"], report["solved"]) == (5 + 4 + 4 + 15, 28)
+
+    _, rows = catalog.query(
+        results,
+        "SELECT family, count(*), count(DISTINCT instance_key), "
+        "count(*) FILTER (equivalent), count(*) FILTER (verified) "
+        "FROM results GROUP BY family ORDER BY family",
+    )
+    assert rows == [
+        ("domination", 4, 3, 1, 4),  # 2x3 and 3x2 are one instance
+        ("monochromatic_lines", 5, 4, 1, 5),  # (4, 5) is (5, 4)
+        ("no_k_in_row", 4, 2, 2, 4),  # 3x4, 4x3 and 1x4x3 are one box
+        ("peg_solitaire", 15, 4, 11, 15),  # T_5 has 4 classes of start holes
+    ]
+    # Published values: OEIS A006075 (knights 2x2 -> 4, 3x3 -> 4); A181018 (PUZZLES.md):
+    # 4x4 keeps 9 of 16 stones with no 3 in a row, so 7 are removed; Jaap Scherphuis's
+    # table (jaapsch.net/puzzles/trisolit.htm): from every corner, 4 finishing holes.
+    _, rows = catalog.query(
+        results,
+        "SELECT rows, cols, objective FROM results WHERE family = 'domination' ORDER BY rows, cols",
+    )
+    assert rows == [(2, 2, 4.0), (2, 3, 4.0), (3, 2, 4.0), (3, 3, 4.0)]
+    _, rows = catalog.query(
+        results,
+        "SELECT start, objective, solve_seconds = 0 FROM results "
+        "WHERE family = 'peg_solitaire' AND start IN (1, 11, 15) ORDER BY start",
+    )
+    assert [r[:2] for r in rows] == [(1, 4.0), (11, 4.0), (15, 4.0)]
+    assert sum(r[2] for r in rows) == 2  # one corner solved, two carried over
+    _, rows = catalog.query(
+        results,
+        "SELECT counts, objective FROM results WHERE family = 'monochromatic_lines' "
+        "ORDER BY counts",
+    )
+    assert rows[0] == ([4, 5], 0.0) and rows[-1] == ([8, 1], 4.0)
+    _, rows = catalog.query(
+        results, "SELECT objective FROM results WHERE family = 'no_k_in_row' AND dims = [4, 4]"
+    )
+    assert rows == [(7.0,)]
+
+    # A later run with one more box equivalent to the solved ones: it is new (its own
+    # params), so it gets its own row under the same instance_key; the rest are skipped.
+    spec.write_text(SPEC.replace("[1, 4, 3]]", "[1, 4, 3], [3, 1, 4]]"))
+    again = run_sweep(str(spec), str(results), workers=1)
+    assert (again["solved"], again["skipped"]) == (1, 28)
+    _, rows = catalog.query(
+        results,
+        "SELECT count(*), count(DISTINCT instance_key), count(DISTINCT params_key) "
+        "FROM results WHERE family = 'no_k_in_row'",
+    )
+    assert rows == [(5, 2, 5)]
+
+    done = cli("catalog", "verify", "--catalog", str(results))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "29 solutions re-checked, 0 failed" in done.stdout
