@@ -262,7 +262,7 @@ def picture(p: Params, solution: Solution):
     for line in lines(n, d):
         if len({solution[i] for i in line}) == 1:
             mono.update(line)
-    width = n if d >= 2 else n
+    width = n
     height = n if d >= 2 else 1
     count = max(1, len(solution) // (width * height))
     figure, axes = panels(

@@ -43,6 +43,14 @@ def test_sweep_on_local_cluster_writes_a_queryable_catalog(prefect_api, spec, tm
     assert (report["planned"], report["solved"], report["skipped"]) == (16, 16, 0)
     assert report["batches"] == 2 + 3  # 6 boards in batches of 4, 10 starts in batches of 4
 
+    # The flow's Prefect artifacts: progress at 100 %, and the summary table by status.
+    from prefect.artifacts import Artifact
+
+    progress = Artifact.get("small-progress")
+    assert (progress.type, float(progress.data)) == ("progress", 100.0)
+    summary = Artifact.get("small-summary")
+    assert summary.type == "table" and '"status": "all", "instances": 16' in summary.data
+
     # OEIS A006075, knights n = 1..6: 1, 4, 4, 4, 5, 8.
     _, rows = catalog.query(
         results, "SELECT rows, objective FROM results WHERE family = 'domination' ORDER BY rows"
