@@ -54,6 +54,12 @@ class Params(_Params):
     dims: list[int]
     k: int
 
+    @field_validator("dims", mode="before")
+    @classmethod
+    def _one_side(cls, dims: object) -> object:
+        """`dims=6` on the command line is the 1-D box [6]."""
+        return [dims] if isinstance(dims, int) and not isinstance(dims, bool) else dims
+
     @field_validator("dims")
     @classmethod
     def _dims(cls, dims: list[int]) -> list[int]:

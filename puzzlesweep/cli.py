@@ -108,6 +108,8 @@ def solve(
         limits = Limits(time_limit, node_limit)
         if picture is not None and not picture.lower().endswith((".png", ".svg")):
             raise BadInput(f"--picture: {picture!r} must end in .png or .svg")
+        if picture is not None and not os.path.isdir(os.path.dirname(picture) or "."):
+            raise BadInput(f"--picture: the folder of {picture!r} does not exist")
     except (BadInput, ValueError) as exc:
         raise fail(f"{family}: {exc}") from None
     row = solve_instance(instance, chosen, limits)
@@ -125,7 +127,7 @@ def solve(
         out.print(f"{family} {shown}", highlight=False)
         out.print(
             f"status {row['status']}  objective {_text(row['objective'])}  "
-            f"bound {_text(row['bound'])}  verified {row['verified']}  "
+            f"bound {_text(row['bound'])}  verified {_text(row['verified'])}  "
             f"{row['solve_seconds']:.2f} s  {row['nodes']} nodes",
             highlight=False,
         )

@@ -67,11 +67,22 @@ class Instance:
 
 
 def validation_message(error: ValidationError) -> str:
-    """One clause per pydantic error, each naming the parameter: `key: message (got X)`."""
+    """One clause per pydantic error, each naming the parameter: `key: message (got X)`.
+    Positions in lists count from 1 and are named by the list (`study 1.time_limt`);
+    a key the model does not know is called unknown."""
     clauses = []
     for item in error.errors():
-        where = ".".join(str(part) for part in item["loc"]) or "parameters"
-        clause = f"{where}: {item['msg'].removeprefix('Value error, ')}"
+        parts: list[str] = []
+        for part in item["loc"]:
+            if isinstance(part, int) and parts:
+                parts[-1] = f"{parts[-1]} {part + 1}"
+            else:
+                parts.append(str(part))
+        where = ".".join(parts) or "parameters"
+        message = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            message = "unknown key"
+        clause = f"{where}: {message}"
         if item["type"] != "missing" and not isinstance(item.get("input"), dict):
             clause += f" (got {item.get('input')!r})"
         clauses.append(clause)

@@ -63,6 +63,11 @@ def test_text_output_draws_the_solution():
         (["domination", "rows=8", "cols"], "'cols' is not of the form key=value"),
         (["domination", "rows=8", "cols=8", "--solver", "backtrack"], "supports solver highs"),
         (["domination", "rows=8", "cols=8", "--time-limit", "0"], "time_limit must be > 0"),
+        (["domination", "rows=8", "cols=8", "colour=2"], "colour: unknown key"),
+        (
+            ["domination", "rows=8", "cols=8", "--picture", "/nonexistent-folder/x.png"],
+            "the folder of '/nonexistent-folder/x.png' does not exist",
+        ),
     ],
 )
 def test_bad_input_exits_2_naming_the_parameter(args, word):

@@ -74,6 +74,10 @@ def spec(family: str, grid: str, head: str = "") -> str:
             ["supports solver highs"],
         ),
         ('[[study]]\nfamily = "domination"\n', ["name: Field required"]),
+        (
+            spec("domination", "rows = 3\ncols = 3", "time_limt = 60\n"),
+            ["study 1.time_limt: unknown key"],
+        ),
         ('name = "x"\n[[study]\n', ["invalid TOML"]),
     ],
 )
