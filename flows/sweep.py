@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from pathlib import Path
 from uuid import uuid4
 
 from prefect import flow, get_run_logger, task
@@ -37,7 +36,7 @@ from puzzlesweep import __version__, catalog, puzzles
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows.progress import Progress
 from puzzlesweep.flows.spec import Job, load
-from puzzlesweep.solve import canonical_instance, carry_over
+from puzzlesweep.solve import canonical_instance, carry_over, empty_row
 from puzzlesweep.solvers import Limits
 
 MAX_BATCH = 50  # instances per batch, at most (a task costs ~0.2 s of Prefect overhead)
@@ -110,28 +109,9 @@ def _worker() -> tuple[str, int | None]:
     return worker.address, (int(limit / max(1, worker.state.nthreads)) if limit else None)
 
 
-def _blank_row(instance, solver: str, worker: str) -> dict:
-    """The fields a row has even when its child process died before answering."""
+def _report(name: str, statuses: list[str], verified: int, attempt: int) -> dict:
     return {
-        "family": instance.family,
-        "instance_key": instance.key,
-        "solver": solver,
-        "solver_version": "",
-        "objective": None,
-        "bound": None,
-        "gap": None,
-        "nodes": None,
-        "solution": None,
-        "verified": None,
-        "error": None,
-        "worker": worker,
-        "params": instance.params.model_dump(),
-    }
-
-
-def _report(path: Path, statuses: list[str], verified: int, attempt: int) -> dict:
-    return {
-        "file": str(path),
+        "file": name,
         "counts": dict(Counter(statuses)),
         "instances": len(statuses),
         "verified": verified,
@@ -187,7 +167,7 @@ def _solve_rows(batch: Batch, family, memory_limit: int | None) -> list[dict]:
             "time_limit": batch.limits.time_limit,
             "node_limit": batch.limits.node_limit,
         }
-        solved = _blank_row(canonical, batch.solver, worker)
+        solved = empty_row(canonical, batch.solver, batch.limits)
         solved.update(child.solve(request))
         solved.pop("_lost_child", None)
         rows.extend(carry_over(solved, m, i > 0) for i, m in enumerate(members))

@@ -58,7 +58,9 @@ def _run_solver(instance: Instance, solver: str, limits: Limits) -> tuple[Solver
     return result, decoded
 
 
-def _empty_row(instance: Instance, solver: str, limits: Limits) -> dict[str, Any]:
+def empty_row(instance: Instance, solver: str, limits: Limits) -> dict[str, Any]:
+    """Every field of an instance's row before its solver answers: status `error`, no
+    numbers, no solution, this host as worker, started now (UTC)."""
     return {
         "family": instance.family,
         "instance_key": instance.key,
@@ -128,7 +130,7 @@ def solve_instances(instances: list[Instance], solver: str, limits: Limits) -> l
     solved: dict[str, tuple[SolverResult, Any]] = {}
     rows = []
     for instance in instances:
-        row = _empty_row(instance, solver, limits)
+        row = empty_row(instance, solver, limits)
         t0 = time.perf_counter()
         try:
             if instance.key in solved:
