@@ -1,5 +1,9 @@
 """The sweep flow: spec → jobs → skip finished → batches → one Prefect task per batch.
 
+Batches are cut as the run goes (`batches.Planner`): their sizes follow the measured
+seconds per instance, so that neither the per-task overhead nor the last batches
+dominate, and two per worker are submitted at a time.
+
 Prefect orchestrates at batch granularity (state, retries, logs); Dask does the fan-out
 through `prefect_dask.DaskTaskRunner`, on an embedded `LocalCluster` or on an existing
 scheduler (`address`). Each batch task solves its instances, verifies them and writes
@@ -17,83 +21,28 @@ counted in the report and the others go on.
 This module holds no puzzle logic: it only groups, submits and counts.
 """
 
-import math
 import os
+import queue
 import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from uuid import uuid4
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
-from prefect.futures import as_completed
 
 from puzzlesweep import __version__, catalog, puzzles
 from puzzlesweep.core import BadInput
+from puzzlesweep.flows.batches import Batch, Planner
 from puzzlesweep.flows.progress import Progress
-from puzzlesweep.flows.spec import Job, load
+from puzzlesweep.flows.spec import load
 from puzzlesweep.solve import canonical_instance, carry_over, empty_row
-from puzzlesweep.solvers import Limits
 
-MAX_BATCH = 50  # instances per batch, at most (a task costs ~0.2 s of Prefect overhead)
 RETRIES = 2  # extra attempts of a batch after a transient failure (Prefect task retries)
 ADDRESS = re.compile(r"^(tcp|tls)://[^\s:/]+:\d{1,5}$")
-
-
-@dataclass(frozen=True)
-class Batch:
-    """A handle to the work of one task: which run and sweep, which family, solver and
-    limits, and the parameters (dicts) of its instances. Workers rebuild the models."""
-
-    run_id: str
-    sweep: str
-    family: str
-    solver: str
-    limits: Limits
-    params: tuple[dict, ...]
-    number: int = 0  # its place in the run: names its file, so a retry replaces it
-
-
-def batches(jobs: list[Job], run_id: str, sweep: str, size: int) -> list[Batch]:
-    """Group jobs by (family, solver, limits) and cut each group into batches of `size`;
-    the batches with the longest time limits come first, so they do not straggle.
-    A class of equivalent instances (same instance_key) stays in one batch (`_chunks`)."""
-    groups: dict[tuple, list[Job]] = {}
-    for job in jobs:
-        groups.setdefault((job.instance.family, job.solver, job.limits), []).append(job)
-    found = []
-    for (family, solver, limits), group in groups.items():
-        for chunk in _chunks(group, size):
-            params = tuple(j.instance.params.model_dump() for j in chunk)
-            found.append(Batch(run_id, sweep, family, solver, limits, params))
-    found.sort(key=lambda b: -b.limits.time_limit)
-    return [replace(batch, number=number) for number, batch in enumerate(found)]
-
-
-def _chunks(group: list[Job], size: int) -> list[list[Job]]:
-    """Cut `group` into chunks of about `size` jobs, never splitting a class of equivalent
-    jobs (same instance_key): a chunk holding a class larger than `size` is that whole
-    class, since its equivalent rows cost no solving. So every canonical instance is
-    solved once per run, by the batch that also records its equivalents."""
-    classes: dict[str, list[Job]] = {}
-    for job in group:
-        classes.setdefault(job.instance.key, []).append(job)
-    chunks: list[list[Job]] = []
-    for members in classes.values():
-        if chunks and len(chunks[-1]) + len(members) <= size:
-            chunks[-1].extend(members)
-        else:
-            chunks.append(list(members))
-    return chunks
-
-
-def auto_batch_size(count: int, workers: int) -> int:
-    """About four batches per worker for load balance, at most MAX_BATCH instances each."""
-    return max(1, min(MAX_BATCH, math.ceil(count / (4 * max(1, workers)))))
 
 
 def _worker() -> tuple[str, int | None]:
@@ -109,13 +58,14 @@ def _worker() -> tuple[str, int | None]:
     return worker.address, (int(limit / max(1, worker.state.nthreads)) if limit else None)
 
 
-def _report(name: str, statuses: list[str], verified: int, attempt: int) -> dict:
+def _report(name: str, rows: list[dict], attempt: int, seconds: float) -> dict:
     return {
         "file": name,
-        "counts": dict(Counter(statuses)),
-        "instances": len(statuses),
-        "verified": verified,
+        "counts": dict(Counter(row["status"] for row in rows)),
+        "instances": len(rows),
+        "verified": sum(bool(row["verified"]) for row in rows),
         "attempt": attempt,
+        "seconds": seconds,
     }
 
 
@@ -123,7 +73,7 @@ def _report(name: str, statuses: list[str], verified: int, attempt: int) -> dict
 def solve_batch(batch: Batch, catalog_path: str, memory_limit: int | None = None) -> dict:
     """Solve, verify and write one batch; returns {"file", "counts" (status → count),
     "instances", "verified", "attempt" (1 for the first run of this task, 2 for its
-    first retry...)}.
+    first retry...), "seconds" (wall time of this attempt)}.
 
     Each instance runs in this thread's child process (`isolate.Child`) under its time
     and node limits and `memory_limit` bytes (default: the Dask worker's memory limit per
@@ -132,6 +82,7 @@ def solve_batch(batch: Batch, catalog_path: str, memory_limit: int | None = None
     again. Raises OSError when the catalog cannot be written (Prefect retries the task)."""
     from prefect.runtime import task_run
 
+    started = time.perf_counter()
     attempt = task_run.get_run_count() or 1
     if attempt > 1:
         get_run_logger().warning("batch %d: attempt %d", batch.number, attempt)
@@ -140,8 +91,7 @@ def solve_batch(batch: Batch, catalog_path: str, memory_limit: int | None = None
     if (rows := catalog.read_batch(catalog_path, batch.family, name)) is None:
         rows = _solve_rows(batch, family, memory_limit)
         catalog.write_batch(catalog_path, batch.family, family.Params, rows, name)
-    statuses = [row["status"] for row in rows]
-    return _report(name, statuses, sum(bool(row["verified"]) for row in rows), attempt)
+    return _report(name, rows, attempt, time.perf_counter() - started)
 
 
 def _solve_rows(batch: Batch, family, memory_limit: int | None) -> list[dict]:
@@ -202,20 +152,16 @@ def sweep(
     attempt), with its counts by status."""
     logger = get_run_logger()
     started = time.perf_counter()
-    plan = load(spec_path)
     catalog_path = catalog.resolve(catalog_path)  # workers may run elsewhere
-    done = set() if force else catalog.finished(catalog_path, [j.done_key for j in plan.jobs])
-    todo = [job for job in plan.jobs if job.done_key not in done]
+    plan, todo = _todo(spec_path, catalog_path, force)
     run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid4().hex[:6]}"
-    size = batch_size or auto_batch_size(len(todo), workers)
-    work = batches(todo, run_id, plan.name, size)
+    planner = Planner(todo, run_id, plan.name, workers, batch_size)
     logger.info(
-        "run %s: %d instances planned, %d already in the catalog, %d to solve in %d batches",
+        "run %s: %d instances planned, %d already in the catalog, %d to solve",
         run_id,
         len(plan.jobs),
         len(plan.jobs) - len(todo),
         len(todo),
-        len(work),
     )
     manifest = {
         "run_id": run_id,
@@ -225,8 +171,7 @@ def sweep(
         "started_at": datetime.now(UTC),
         "planned": len(plan.jobs),
         "skipped": len(plan.jobs) - len(todo),
-        "batches": len(work),
-        "batch_size": size,
+        "batch_size": batch_size,  # None: sized as the run goes (flows/batches.py)
         "force": force,
     }
     catalog.write_run(catalog_path, {**manifest, "state": "running"})
@@ -234,23 +179,34 @@ def sweep(
     retried = 0
     failed: list[str] = []
     task = solve_batch.with_options(retries=retries)
+    finished: queue.Queue = queue.Queue()  # futures, as their tasks end
+    running: dict = {}  # future -> its batch
     try:
-        futures = {task.submit(batch, catalog_path, memory_limit): batch for batch in work}
-        for future in as_completed(list(futures)):
-            batch = futures[future]
+        while True:
+            # keep two batches per worker submitted: one running, one queued behind it
+            while len(running) < 2 * workers and (batch := planner.next()) is not None:
+                future = task.submit(batch, catalog_path, memory_limit)
+                running[future] = batch
+                future.add_done_callback(finished.put)
+            if not running:
+                break
+            future = finished.get()
+            batch = running.pop(future)
             try:
                 report = future.result()
             except Exception as exc:  # a batch that failed every attempt: the others go on
                 failed.append(f"batch {batch.number} ({batch.family}): {type(exc).__name__}: {exc}")
                 logger.error("%s", failed[-1])
                 continue
+            planner.record(batch, report["seconds"])
             retried += report["attempt"] > 1
             snapshot = progress.advance(report["instances"], report["counts"])
             logger.info("%d/%d instances solved (%s)", snapshot.done, len(todo), snapshot.counts)
     finally:
         state = "finished" if progress.done == len(todo) else "failed"
         ended = {"state": state, "finished_at": datetime.now(UTC), "solved": progress.done}
-        catalog.write_run(catalog_path, {**manifest, **ended, **_status_counts(progress.counts)})
+        counts = _status_counts(progress.counts)
+        catalog.write_run(catalog_path, {**manifest, **ended, **counts, "batches": planner.planned})
     progress.finish()
     return {
         "run_id": run_id,
@@ -259,11 +215,19 @@ def sweep(
         "skipped": len(plan.jobs) - len(todo),
         "solved": progress.done,
         "counts": dict(progress.counts),
-        "batches": len(work),
+        "batches": planner.planned,
         "retried": retried,
         "failed": failed,
         "seconds": time.perf_counter() - started,
     }
+
+
+def _todo(spec_path: str, catalog_path: str, force: bool) -> tuple:
+    """(the spec's plan, its jobs without a final result in the catalog, all if `force`).
+    Raises BadInput for a bad spec."""
+    plan = load(spec_path)
+    done = set() if force else catalog.finished(catalog_path, [j.done_key for j in plan.jobs])
+    return plan, [job for job in plan.jobs if job.done_key not in done]
 
 
 def _status_counts(counts: Counter) -> dict[str, int]:
@@ -400,10 +364,17 @@ def run_sweep(
             urls.append(url)
             say(f"Prefect flow run: {url}")
 
-    cluster = dask_cluster(address, workers, dashboard_address, connect_timeout)
+    idle = not address and not _todo(spec_path, catalog.resolve(catalog_path), force)[1]
+    if idle:  # every instance is in the catalog: the run only records that, no cluster
+        cluster = nullcontext((None, None, 1))
+    else:
+        cluster = dask_cluster(address, workers, dashboard_address, connect_timeout)
     with cluster as (scheduler, dashboard, found):
-        say(f"Dask scheduler {scheduler}, {found} workers, dashboard {dashboard or '(none)'}")
-        host = scheduler.split("://", 1)[-1].rsplit(":", 1)[0]
+        if scheduler:
+            say(f"Dask scheduler {scheduler}, {found} workers, dashboard {dashboard or '(none)'}")
+        else:
+            say("nothing to solve: every instance has its result in the catalog")
+        host = (scheduler or "127.0.0.1").split("://", 1)[-1].rsplit(":", 1)[0]
         if address and not configured and host not in ("127.0.0.1", "localhost", "[::1]"):
             say(
                 "warning: PREFECT_API_URL is not set, and the temporary Prefect API listens "
@@ -412,7 +383,7 @@ def run_sweep(
             )
         with prefect_api(), _listening(on_flow_run_url if configured else None):
             flow = sweep.with_options(
-                task_runner=DaskTaskRunner(address=scheduler),
+                task_runner=DaskTaskRunner(address=scheduler) if scheduler else None,
                 on_running=[_announce_flow_run] if configured else [],
             )
             report = flow(

@@ -72,10 +72,10 @@ def test_sweep_on_local_cluster_writes_a_queryable_catalog(prefect_api, spec, tm
     assert len(files) == 5 and all(f.parent.name.startswith("family=") for f in files)
     assert not list(results.rglob("*.tmp"))
 
-    # A re-run finds everything in the catalog and solves nothing.
+    # A re-run finds everything in the catalog and solves nothing, without a cluster.
     again = run_sweep(str(spec), str(results), workers=1)
-    assert (again["solved"], again["skipped"]) == (0, 16)
-    assert len(catalog.files(results)) == 5
+    assert (again["solved"], again["skipped"], again["batches"]) == (0, 16, 0)
+    assert again["scheduler"] is None and len(catalog.files(results)) == 5
 
 
 def test_cli_run_prints_the_summary_from_the_catalog(spec, tmp_path):

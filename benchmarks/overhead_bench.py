@@ -1,0 +1,170 @@
+"""Benchmark: what Prefect + Dask + the catalog cost over a bare `multiprocessing.Pool`.
+
+    .venv/bin/python benchmarks/overhead_bench.py                 # adaptive, 50, 10
+    .venv/bin/python benchmarks/overhead_bench.py --sizes adaptive --workers 2
+
+One sweep of small instances (2,030 distinct canonical instances: `no_k_in_row` with
+k = 5 on 2-D boards up to 25×25, and `domination` of knights, kings, bishops and rooks
+on boards up to 14×22; from milliseconds to seconds each, 10 s at most) is solved
+
+1. by a bare `multiprocessing.Pool(workers)` calling `solve_instance` (build, solve,
+   verify: the same call a worker's child process makes) over every instance, timed
+   from the pool's creation to the last result, once before and once after the sweeps;
+2. by `puzzlesweep run` (a new process, as a user starts it) into an empty catalog, once
+   per batch-size setting: `adaptive` (the default, flows/batches.py) and fixed
+   `--batch-size N`.
+
+For each run it prints the wall time, split by the run's manifest (`runs` view) into
+start-up (process start to the flow's first step: imports, temporary Prefect API,
+LocalCluster), steady state (manifest started_at to finished_at: planning, every
+batch, every Parquet file) and shut-down (the summary table, the cluster and the API
+stopping); and the ratio of steady state to the mean of the two pool times. Both must
+give the same objective for every instance both prove optimal; the script checks it.
+
+Target (issue 6): steady-state ratio <= 1.15 and start-up <= 15 s. Figures measured on
+this machine are in benchmarks/README.md. Not part of the test suite.
+"""
+
+import argparse
+import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+from puzzlesweep import catalog
+from puzzlesweep.flows.spec import load
+
+SPEC = """
+name = "overhead"
+{studies}
+"""
+STUDY = """
+[[study]]
+family = "{family}"
+time_limit = 10
+[study.grid]
+{grid}
+"""
+
+
+def spec_text() -> str:
+    """The benchmark's sweep: one study per (family, fixed parameters, first side), so
+    that every instance is its own canonical form (first side <= second side)."""
+    studies = []
+    for a in range(2, 26):
+        grid = f"dims = [{', '.join(f'[{a}, {b}]' for b in range(max(a, 5), 26))}]\nk = 5"
+        studies.append(STUDY.format(family="no_k_in_row", grid=grid))
+    pieces = [
+        ("knight", "dominating"),
+        ("knight", "total"),
+        ("king", "dominating"),
+        ("king", "total"),
+        ("king", "independent"),
+        ("bishop", "dominating"),
+        ("bishop", "independent"),
+        ("rook", "independent"),
+    ]
+    for piece, variant in pieces:
+        for rows in range(1, 15):
+            grid = f'piece = "{piece}"\nvariant = "{variant}"\nrows = {rows}\ncols = "{rows}..22"'
+            studies.append(STUDY.format(family="domination", grid=grid))
+    return SPEC.format(studies="".join(studies))
+
+
+def _solve(job) -> tuple[str, str, float | None]:
+    """(params_key, status, objective) of one job, solved and verified in this process."""
+    from puzzlesweep.solve import solve_instance
+
+    row = solve_instance(job.instance, job.solver, job.limits)
+    return row["params_key"], row["status"], row["objective"]
+
+
+def pool_run(jobs: list, workers: int) -> tuple[float, dict]:
+    """(seconds from the pool's creation to its last result, {params_key: (status,
+    objective)})."""
+    started = time.perf_counter()
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        results = pool.map(_solve, jobs)
+    seconds = time.perf_counter() - started
+    return seconds, {key: (status, objective) for key, status, objective in results}
+
+
+def sweep_run(spec: Path, results: Path, workers: int, size: str) -> dict:
+    """Run `puzzlesweep run` once into the empty catalog `results`; returns wall,
+    startup, steady and shutdown seconds, the number of batches and the answers."""
+    command = [sys.executable, "-m", "puzzlesweep.cli", "run", str(spec)]
+    command += ["--catalog", str(results), "--workers", str(workers)]
+    command += ["--dashboard-address", "127.0.0.1:0"]
+    if size != "adaptive":
+        command += ["--batch-size", size]
+    env = {**os.environ, "DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    began = datetime.now(UTC)
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"puzzlesweep run failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    _, ((first, last, batches),) = catalog.query(
+        results, "SELECT started_at, finished_at, batches FROM runs"
+    )
+    _, rows = catalog.query(results, "SELECT params_key, status, objective FROM results")
+    return {
+        "wall": wall,
+        "startup": (first - began).total_seconds(),
+        "steady": (last - first).total_seconds(),
+        "shutdown": wall - (last - began).total_seconds(),
+        "batches": batches,
+        "answers": {key: (status, objective) for key, status, objective in rows},
+    }
+
+
+def main() -> None:
+    """Parse the options, run the pool and the sweeps, print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", type=int, default=2, help="processes on both sides")
+    parser.add_argument(
+        "--sizes", default="adaptive,50,10", help="batch sizes: adaptive and/or numbers"
+    )
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="overhead-bench-"))
+    try:
+        spec = work / "overhead.toml"
+        spec.write_text(spec_text())
+        jobs = load(str(spec)).jobs
+        assert len({job.instance.key for job in jobs}) == len(jobs), "instances must be distinct"
+        print(f"{len(jobs)} distinct instances, {args.workers} processes", flush=True)
+        before, answers = pool_run(jobs, args.workers)
+        print(f"pool: {before:.1f} s, {Counter(s for s, _ in answers.values())}", flush=True)
+        runs = {}
+        for size in args.sizes.split(","):
+            runs[size] = sweep_run(spec, work / f"results-{size}", args.workers, size)
+            print(f"run --batch-size {size}: {runs[size]['wall']:.1f} s", flush=True)
+            differ = [
+                key
+                for key, (status, objective) in runs[size]["answers"].items()
+                if status == "optimal" == answers[key][0] and objective != answers[key][1]
+            ]
+            assert len(runs[size]["answers"]) == len(jobs), "every instance once"
+            assert not differ, f"{len(differ)} answers differ from the pool's"
+        after, _ = pool_run(jobs, args.workers)
+        pool = (before + after) / 2
+        print(f"pool again: {after:.1f} s; mean {pool:.1f} s\n")
+        header = f"{'batch size':>10} {'batches':>8} {'wall s':>8} {'start-up s':>11}"
+        print(header + f" {'steady s':>9} {'shut-down s':>12} {'steady / pool':>14}")
+        for size, run in runs.items():
+            print(
+                f"{size:>10} {run['batches']:>8} {run['wall']:>8.1f} {run['startup']:>11.1f}"
+                f" {run['steady']:>9.1f} {run['shutdown']:>12.1f} {run['steady'] / pool:>14.2f}"
+            )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""Cutting a run's jobs into batches, as the run goes (the flow's one batch generator).
+
+A batch is the unit of a Prefect task: its cost is the task's orchestration (about 0.2 s
+of Prefect state changes per task on this machine, DESIGN.md) plus one Parquet file.
+Batches too small let that overhead dominate; batches too large leave workers idle while
+the last ones finish (stragglers) and repeat much work when a worker is lost.
+
+`Planner` sizes each batch when it is submitted, by guided self-scheduling (C. D.
+Polychronopoulos and D. J. Kuck, "Guided self-scheduling", IEEE Trans. Computers 36(12),
+1987): a batch takes about 1/(2·workers) of the jobs left in its group, so batches shrink
+towards the end of a run and the last ones finish together. The size is then clamped
+by the group's measured seconds per job (the mean over its finished batches, wall time in
+the worker), so that every batch holds between `MIN_BATCH_SECONDS` and
+`MAX_BATCH_SECONDS` of estimated work. Until a group has a measurement its batches are
+`PROBE` jobs. A fixed `size` (`--batch-size`) turns all of this off.
+
+Groups are (family, solver, limits); the group with the longest time limit goes first,
+so its instances do not straggle. A class of equivalent instances (same instance_key)
+always stays in one batch: the batch solves it once and records every member.
+"""
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+from puzzlesweep.flows.spec import Job
+from puzzlesweep.solvers import Limits
+
+#: Estimated seconds of work per batch, at least: keeps the per-batch overhead under ~5%.
+MIN_BATCH_SECONDS = 5.0
+#: ... and at most: bounds what a lost worker or a retried task repeats.
+MAX_BATCH_SECONDS = 120.0
+#: Jobs in a batch of a group not measured yet.
+PROBE = 2
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A handle to the work of one task: which run and sweep, which family, solver and
+    limits, and the parameters (dicts) of its instances. Workers rebuild the models."""
+
+    run_id: str
+    sweep: str
+    family: str
+    solver: str
+    limits: Limits
+    params: tuple[dict, ...]
+    number: int = 0  # its place in the run: names its file, so a retry replaces it
+
+
+class Planner:
+    """Hands out the batches of `jobs` one at a time (`next`), learning from the batches
+    that finished (`record`).
+
+    workers: how many batches run at once (>= 1). size: a fixed batch size in jobs, or
+    None for the adaptive sizes of the module docstring. Batches are numbered 0, 1, ...
+    in the order they are handed out; `planned` counts them so far.
+    """
+
+    def __init__(
+        self, jobs: list[Job], run_id: str, sweep: str, workers: int, size: int | None = None
+    ):
+        if size is not None and size < 1:
+            raise ValueError(f"batch size must be >= 1, got {size}")
+        self.run_id, self.sweep, self.size = run_id, sweep, size
+        self.workers = max(1, workers)
+        groups: dict[tuple, dict[str, list[Job]]] = {}
+        for job in jobs:
+            key = (job.instance.family, job.solver, job.limits)
+            groups.setdefault(key, {}).setdefault(job.instance.key, []).append(job)
+        order = sorted(groups, key=lambda key: -key[2].time_limit)
+        self.groups = [(key, deque(groups[key].values())) for key in order]
+        self.left = {key: sum(map(len, groups[key].values())) for key in order}
+        self.measured: dict[tuple, tuple[float, int]] = {}  # group -> (seconds, jobs)
+        self.planned = 0
+
+    def batch_size(self, group: tuple) -> int:
+        """The number of jobs for the next batch of `group` (see the module docstring)."""
+        if self.size is not None:
+            return self.size
+        guided = math.ceil(self.left[group] / (2 * self.workers))
+        if group not in self.measured:
+            return min(guided, PROBE)
+        seconds, jobs = self.measured[group]
+        per_job = max(seconds / jobs, 1e-6)
+        least = math.ceil(MIN_BATCH_SECONDS / per_job)
+        most = max(1, math.floor(MAX_BATCH_SECONDS / per_job))
+        return max(1, min(max(guided, least), most))
+
+    def next(self) -> Batch | None:
+        """The next batch, or None when every job has been handed out."""
+        while self.groups and not self.groups[0][1]:
+            self.groups.pop(0)
+        if not self.groups:
+            return None
+        group, classes = self.groups[0]
+        size, chunk = self.batch_size(group), list(classes.popleft())
+        while classes and len(chunk) + len(classes[0]) <= size:
+            chunk.extend(classes.popleft())
+        self.left[group] -= len(chunk)
+        family, solver, limits = group
+        params = tuple(job.instance.params.model_dump() for job in chunk)
+        batch = Batch(self.run_id, self.sweep, family, solver, limits, params, self.planned)
+        self.planned += 1
+        return batch
+
+    def record(self, batch: Batch, seconds: float) -> None:
+        """Learn that `batch` took `seconds` of wall time in its worker."""
+        group = (batch.family, batch.solver, batch.limits)
+        total, jobs = self.measured.get(group, (0.0, 0))
+        self.measured[group] = (total + seconds, jobs + len(batch.params))

@@ -1,0 +1,54 @@
+"""The batch planner: sizes from guided self-scheduling and measured seconds per job."""
+
+from puzzlesweep import puzzles
+from puzzlesweep.core import Instance, make_params
+from puzzlesweep.flows.batches import MAX_BATCH_SECONDS, PROBE, Planner
+from puzzlesweep.flows.spec import Job
+from puzzlesweep.solvers import Limits
+
+
+def _jobs(boards: list[tuple[int, int]], time_limit: float = 60.0) -> list[Job]:
+    family = puzzles.get("domination")
+    return [
+        Job(
+            Instance("domination", make_params(family.Params, {"rows": r, "cols": c})),
+            "highs",
+            Limits(time_limit),
+            1,
+        )
+        for r, c in boards
+    ]
+
+
+def _drain(planner: Planner, seconds_per_job: float | None) -> list[int]:
+    sizes = []
+    while (batch := planner.next()) is not None:
+        sizes.append(len(batch.params))
+        if seconds_per_job is not None:
+            planner.record(batch, seconds_per_job * len(batch.params))
+    return sizes
+
+
+def test_adaptive_sizes_follow_what_is_left_and_the_measured_seconds():
+    # 100 distinct boards, 2 workers, each job measured at 0.1 s:
+    # probes of PROBE jobs, then ceil(left / 4) but at least 5 s / 0.1 s = 50 jobs.
+    jobs = _jobs([(r, c) for r in range(1, 51) for c in (60, 61)])
+    sizes = _drain(Planner(jobs, "r", "s", workers=2), 0.1)
+    assert sizes == [PROBE, 50, 48] and sum(sizes) == 100
+    # At 1 s per job the floor is 5 jobs and guided self-scheduling shrinks towards it.
+    sizes = _drain(Planner(jobs, "r", "s", workers=2), 1.0)
+    assert sizes == [2, 25, 19, 14, 10, 8, 6, 5, 5, 5, 1]
+    # At 60 s per job a batch holds at most MAX_BATCH_SECONDS of work.
+    sizes = _drain(Planner(jobs, "r", "s", workers=2), 60.0)
+    assert max(sizes) == MAX_BATCH_SECONDS // 60 and sum(sizes) == 100
+
+
+def test_fixed_sizes_keep_equivalent_instances_together_and_long_limits_first():
+    # 3x5 and 5x3 are one class (same instance_key): never split across batches.
+    jobs = _jobs([(1, 4), (3, 5), (5, 3), (2, 2)]) + _jobs([(4, 4)], time_limit=600)
+    planner = Planner(jobs, "r", "s", workers=2, size=2)
+    batches = []
+    while (batch := planner.next()) is not None:
+        batches.append([(p["rows"], p["cols"]) for p in batch.params])
+    assert batches == [[(4, 4)], [(1, 4)], [(3, 5), (5, 3)], [(2, 2)]]
+    assert planner.planned == 4
