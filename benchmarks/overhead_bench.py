@@ -3,9 +3,10 @@
     .venv/bin/python benchmarks/overhead_bench.py                 # adaptive, 50, 10
     .venv/bin/python benchmarks/overhead_bench.py --sizes adaptive --workers 2
 
-One sweep of small instances (2,030 distinct canonical instances: `no_k_in_row` with
-k = 5 on 2-D boards up to 25×25, and `domination` of knights, kings, bishops and rooks
-on boards up to 14×22; from milliseconds to seconds each, 10 s at most) is solved
+One sweep of small instances (2,034 distinct canonical instances: `no_k_in_row` on lines
+of 2..50 cells with every k, and with k = 5 on 2-D boards up to 25×25; `domination` of
+kings, bishops and knights on boards up to 12×20; a few milliseconds to a quarter of a
+second each, 10 s at most) is solved
 
 1. by a bare `multiprocessing.Pool(workers)` calling `solve_instance` (build, solve,
    verify: the same call a worker's child process makes) over every instance, timed
@@ -57,23 +58,23 @@ def spec_text() -> str:
     """The benchmark's sweep: one study per (family, fixed parameters, first side), so
     that every instance is its own canonical form (first side <= second side)."""
     studies = []
+    for n in range(2, 51):  # 1-D lines: the smallest models there are
+        studies.append(STUDY.format(family="no_k_in_row", grid=f'dims = {n}\nk = "2..{n}"'))
     for a in range(2, 26):
         grid = f"dims = [{', '.join(f'[{a}, {b}]' for b in range(max(a, 5), 26))}]\nk = 5"
         studies.append(STUDY.format(family="no_k_in_row", grid=grid))
-    pieces = [
-        ("knight", "dominating"),
-        ("knight", "total"),
-        ("king", "dominating"),
-        ("king", "total"),
-        ("king", "independent"),
-        ("bishop", "dominating"),
-        ("bishop", "independent"),
-        ("rook", "independent"),
-    ]
-    for piece, variant in pieces:
-        for rows in range(1, 15):
-            grid = f'piece = "{piece}"\nvariant = "{variant}"\nrows = {rows}\ncols = "{rows}..22"'
-            studies.append(STUDY.format(family="domination", grid=grid))
+    boards = {
+        ("king", "dominating"): (12, 20),
+        ("king", "independent"): (12, 20),
+        ("bishop", "dominating"): (10, 16),
+        ("knight", "dominating"): (8, 10),
+    }
+    for (piece, variant), (most_rows, most_cols) in boards.items():
+        for rows in range(1, most_rows + 1):
+            grid = f'piece = "{piece}"\nvariant = "{variant}"\nrows = {rows}\n'
+            studies.append(
+                STUDY.format(family="domination", grid=grid + f'cols = "{rows}..{most_cols}"')
+            )
     return SPEC.format(studies="".join(studies))
 
 
