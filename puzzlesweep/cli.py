@@ -423,7 +423,7 @@ def prove(
     Every finished part is written to the catalog at once, so a re-run of the same
     split solves only the missing parts; the combined row holds the certificate."""
     from puzzlesweep import puzzles
-    from puzzlesweep.flows.prove import Proof, build
+    from puzzlesweep.proof import Proof, build, recheck
     from puzzlesweep.solvers import Limits
 
     catalog_path = catalog or store.default_catalog()
@@ -449,7 +449,7 @@ def prove(
         raise fail(f"{family}: {validation_message(exc)}") from None
     except (BadInput, ValueError) as exc:
         raise fail(f"{family}: {exc}") from None
-    from puzzlesweep.flows.prove import recheck, run_prove
+    from puzzlesweep.flows.prove import run_prove
     from puzzlesweep.flows.sweep import check_address
 
     if check:
