@@ -66,7 +66,8 @@ def prove(
 ) -> dict:
     """Run the attempt `proof` into `catalog_path` with at most `workers` parts in
     flight; returns {"run_id", "key", "parts", "stored" (final parts found in the
-    catalog), "solved" (parts solved now), "missing" (parts without a final row),
+    catalog), "solved" (parts solved now), "missing" (parts without a row), "closed"
+    (parts optimal or infeasible), "at_limit" (parts stopped by a limit),
     "status", "objective", "bound", "seconds", "row"}.
 
     `probe_seconds` > 0 first solves the whole instance that long (once per key: a
@@ -146,7 +147,8 @@ def prove(
         "stored": len(already),
         "solved": solved,
         "missing": len(missing),
-        "unfinished": sum(1 for r in parts.values() if not is_done(r, proof.limits)),
+        "closed": sum(1 for r in parts.values() if r["status"] in ("optimal", "infeasible")),
+        "at_limit": sum(1 for r in parts.values() if r["status"] in ("time_limit", "node_limit")),
         "status": row["status"],
         "objective": row["objective"],
         "bound": row["bound"],

@@ -481,7 +481,8 @@ def prove(
         f"status {report['status']}  objective {_text(report['objective'])}  "
         f"bound {_text(report['bound'])}  parts {report['parts']} "
         f"({report['stored']} from the catalog, {report['solved']} solved now, "
-        f"{report['missing']} missing, {report['unfinished']} stopped at a limit)  "
+        f"{report['missing']} missing; {report['closed']} closed, {report['at_limit']} "
+        "stopped at a limit)  "
         f"{report['seconds']:.1f} s",
         highlight=False,
     )

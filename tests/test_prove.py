@@ -101,7 +101,7 @@ def test_prove_on_a_local_cluster_resumes_and_rechecks(prefect_api, tmp_path):
     # no cutoff in the first run: every part is solved to its own optimum
     # buckets [0,0], 1, [2,7] for the outer rows 0 and 5; 9 vectors, 6 up to reflection
     proof = Proof("no_k_in_row", {"dims": [6, 7], "k": 5}, "0:0,5", 1, Limits(30), cutoff=False)
-    with dask_cluster(None, 2, None) as (address, _, _):
+    with dask_cluster(None, 2, "127.0.0.1:0") as (address, _, _):
         report = run_prove(proof, str(results), address, probe_seconds=5)
         assert (report["status"], report["objective"], report["bound"]) == ("optimal", 8.0, 8.0)
         assert report["parts"] == 6 and report["solved"] == 6 and report["missing"] == 0
@@ -176,3 +176,22 @@ def test_prove_refuses_bad_input_and_writes_nothing(tmp_path):
         assert done.returncode == 2, (args, done.stderr)
         assert message in done.stderr, (args, done.stderr)
     assert not results.exists()
+
+
+def test_variable_split_partitions_by_fixing_cells():
+    model = NOK.model(NOK.Params(dims=[6, 7], k=5))
+    split = splitting.variable_split([17, 24])  # two middle cells: 4 parts
+    assert [p.label for p in split.parts] == [
+        "x17=0 x24=0",
+        "x17=0 x24=1",
+        "x17=1 x24=0",
+        "x17=1 x24=1",
+    ]
+    lowers, objectives = [], []
+    for part in split.parts:
+        result = highs.solve(splitting.restrict(model, split, part), Limits(30))
+        lowers.append(splitting.part_lower(result.status, result.bound, None, True))
+        objectives.append(result.objective)
+    combined = splitting.combine(lowers, objectives)
+    assert combined.proven and combined.objective == pytest.approx(8) and combined.bound == 8
+    assert model.num_rows == NOK.model(NOK.Params(dims=[6, 7], k=5)).num_rows  # unchanged
