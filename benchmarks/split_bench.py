@@ -98,6 +98,7 @@ def attempt(path: str, width: int = 3, split: str = "1:0,6") -> None:
 
 
 def main() -> None:
+    """Print the table (and the stored attempt with --catalog); assert known optima."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cap", type=float, default=120.0, help="seconds per solve or part")
     parser.add_argument("--catalog", help="read the 6x7x6 attempt from this catalog")

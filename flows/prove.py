@@ -43,8 +43,10 @@ from puzzlesweep.solvers import split as splitting
 def solve_part(
     proof: Proof, index: int | None, cutoff: float | None, limits: Limits, run_id: str, path: str
 ) -> dict:
-    """Solve part `index` (None: the whole instance, the probe) on a worker and write
-    its row to the catalog at `path` before returning it."""
+    """Solve part `index` (None: the whole instance, the probe) on a worker under
+    `limits` (seconds), with objective <= `cutoff` when given, and write its row to
+    the catalog at `path` (its own file, `proof.part_name`) before returning it.
+    Raises OSError when the catalog cannot be written (Prefect retries twice)."""
     from puzzlesweep.flows.sweep import _worker
 
     if index is None:

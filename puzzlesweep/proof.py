@@ -163,6 +163,7 @@ def _json_number(value: float) -> float | str:
 
 
 def _number(value: float | str | None) -> float:
+    """The inverse of `_json_number`; None (no part) is −inf."""
     return -math.inf if value is None else float(value)
 
 
@@ -283,7 +284,12 @@ def recheck(catalog_path: str, proof: Proof, resolve_seconds: float | None = Non
     give (min over parts, at most the probe's bound raised) and an `optimal` claim has
     bound = objective; the solution verifies with the claimed objective. With
     `resolve_seconds`, each part that claims a finite lower limit is solved again (with
-    its cutoff) and a re-solve that finishes must not contradict it."""
+    its cutoff) and a re-solve that finishes must not contradict it.
+
+    What it takes on trust: HiGHS's statuses and bounds of parts not re-solved, the
+    probe's dual bound, and that the family's symmetries preserve the feasible set (for
+    no_k_in_row a test checks that each maps the windows onto the windows). Raises
+    BadInput as `build` does."""
     problems: list[str] = []
     instance, model, split, _ = build(proof)
     family = puzzles.get(proof.family)
