@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 #: Bump when a column changes meaning or type; readers see it in every row.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: subproblem and certificate (split proofs, issue 6)
 
 COMMON_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("run_id", pa.string()),
@@ -41,6 +41,12 @@ COMMON_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("node_limit", pa.int64()),
     ("puzzlesweep_version", pa.string()),
     ("schema_version", pa.int32()),
+    # A part of a split proof: JSON of its handle (index, label, counts, cutoff, lower
+    # limit, key); null on every other row.
+    ("subproblem", pa.string()),
+    # The combined row of a split proof: JSON listing every part with its status and
+    # lower limit (flows/prove.py); null on every other row.
+    ("certificate", pa.string()),
 ]
 COMMON_NAMES = {name for name, _ in COMMON_COLUMNS}
 STATUSES = ("optimal", "feasible", "infeasible", "time_limit", "node_limit", "error")

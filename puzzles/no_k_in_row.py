@@ -278,3 +278,79 @@ def picture(p: Params, solution: Solution):
         if gone:
             ax.scatter(*zip(*gone, strict=True), s=120, color="red", marker="x")
     return figure
+
+
+def box_symmetries(dims: tuple[int, ...]) -> list[list[int]]:
+    """Every symmetry of the box as a cell permutation (image[cell] = its image cell):
+    a permutation of axes of equal length combined with reflections of any axes (16 for
+    6×7×6: 2 axis orders × 2^3 reflections), the identity included. Each maps windows to
+    windows (a direction vector to ± a direction vector), so it maps removal sets that
+    hit every window to such sets of the same size."""
+    strides = [math.prod(dims[i + 1 :]) for i in range(len(dims))]
+    found = []
+    for order in itertools.permutations(range(len(dims))):
+        if any(dims[a] != dims[b] for a, b in enumerate(order)):
+            continue
+        for flips in itertools.product((False, True), repeat=len(dims)):
+            image = []
+            for cell in itertools.product(*map(range, dims)):
+                moved = [cell[order[a]] for a in range(len(dims))]
+                moved = [
+                    dims[a] - 1 - c if f else c
+                    for a, (c, f) in enumerate(zip(moved, flips, strict=True))
+                ]
+                image.append(sum(c * s for c, s in zip(moved, strides, strict=True)))
+            found.append(image)
+    return found
+
+
+def layer(dims: tuple[int, ...], axis: int, index: int) -> list[int]:
+    """The row-major cells whose coordinate on `axis` is `index`."""
+    ranges = [range(index, index + 1) if a == axis else range(n) for a, n in enumerate(dims)]
+    strides = [math.prod(dims[i + 1 :]) for i in range(len(dims))]
+    return [
+        sum(c * s for c, s in zip(cell, strides, strict=True))
+        for cell in itertools.product(*ranges)
+    ]
+
+
+def layer_low(dims: tuple[int, ...], axis: int, k: int) -> int:
+    """A proven lower limit of the removals in one layer across `axis`: the layer's
+    lines along any other axis b are disjoint, and each holds floor(d_b / k) disjoint
+    windows, each needing a removal; the best such axis."""
+    cells = math.prod(dims) // dims[axis]
+    return max(
+        [cells // dims[b] * (dims[b] // k) for b in range(len(dims)) if b != axis], default=0
+    )
+
+
+def split_model(p: Params, text: str, width: int):
+    """The count split of `p`'s MIP (`solvers.split.count_split`) given as
+    `AXIS:I,J,...`: one group per listed layer across AXIS (0-based, of p's own dims),
+    with buckets [0, low-1], low, ..., low+width-1, [low+width, cells] where low is
+    `layer_low`, reduced by the box symmetries that permute the listed layers. Returns
+    (Split, description). Raises ValueError naming what is wrong in `text` or `width`."""
+    from puzzlesweep.solvers.split import count_split
+
+    axis_text, sep, layers_text = text.partition(":")
+    if not sep or not axis_text.strip().isdigit():
+        raise ValueError(f"--split {text!r} must be AXIS:LAYER[,LAYER...] such as 1:3 or 1:0,6")
+    axis = int(axis_text)
+    if not 0 <= axis < len(p.dims):
+        raise ValueError(f"--split axis {axis} is not an axis of dims {p.dims} (0-based)")
+    try:
+        indices = [int(t) for t in layers_text.split(",")]
+    except ValueError:
+        raise ValueError(f"--split layers {layers_text!r} must be integers") from None
+    if len(set(indices)) != len(indices) or not all(0 <= i < p.dims[axis] for i in indices):
+        raise ValueError(f"--split layers must be distinct, in 0..{p.dims[axis] - 1}")
+    if not 1 <= width <= 40:
+        raise ValueError(f"--width must be in 1..40, got {width}")
+    dims = tuple(p.dims)
+    groups = [layer(dims, axis, i) for i in indices]
+    low = layer_low(dims, axis, p.k)
+    split = count_split(
+        groups, [low] * len(groups), [low + width] * len(groups), box_symmetries(dims)
+    )
+    names = ", ".join(f"g{n} = layer {i}" for n, i in enumerate(indices))
+    return split, f"removals per layer across axis {axis} ({names}); lower limit {low} each"

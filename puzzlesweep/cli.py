@@ -4,6 +4,9 @@
         [--picture FILE.png|FILE.svg]
     puzzlesweep run SPEC.toml [--catalog DIR] [--address tcp://HOST:PORT] [--workers N]
                     [--memory-limit SIZE] [--retries N] [--dashboard-address HOST:PORT]
+    puzzlesweep prove FAMILY key=value ... --split TEXT [--width N] [--time-limit S]
+                    [--wall S] [--probe S] [--no-cutoff] [--catalog DIR] [--address A]
+                    [--workers N] [--check]
     puzzlesweep catalog query "SQL over results" [--catalog DIR] [--format table|csv|json]
     puzzlesweep catalog summary [--catalog DIR] [--sweep NAME]
     puzzlesweep catalog check [--catalog DIR]
@@ -24,11 +27,12 @@ from datetime import datetime
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
 from puzzlesweep import catalog as store
-from puzzlesweep.core import BadInput
+from puzzlesweep.core import BadInput, validation_message
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -382,6 +386,106 @@ def run(
     failed = report["counts"].get("error", 0)
     if failed:
         raise fail(f"{failed} instances ended in error; see the catalog's error column", 1)
+
+
+@app.command()
+def prove(
+    family: Annotated[str, typer.Argument(help="A family with a split, e.g. no_k_in_row")],
+    params: Annotated[list[str] | None, typer.Argument(help="key=value parameters")] = None,
+    split: Annotated[
+        str, typer.Option(help="The family's split, e.g. 1:0,6 (layers 0 and 6 across axis 1)")
+    ] = "",
+    width: Annotated[int, typer.Option(help="Exact counts per group before the tail")] = 4,
+    time_limit: Annotated[float, typer.Option(help="Seconds per part")] = 60.0,
+    wall: Annotated[
+        float | None, typer.Option(help="Seconds for the whole run (no part starts after)")
+    ] = None,
+    probe: Annotated[
+        float, typer.Option(help="Seconds of a direct solve first, for an incumbent")
+    ] = 0.0,
+    cutoff: Annotated[bool, typer.Option(help="Parts look only below the incumbent")] = True,
+    catalog: CatalogOption = None,
+    address: Annotated[
+        str | None, typer.Option(help="An existing Dask scheduler, tcp://HOST:PORT")
+    ] = None,
+    workers: Annotated[
+        int, typer.Option(min=1, help="Local Dask worker processes (without --address)")
+    ] = os.cpu_count() or 2,
+    check: Annotated[
+        bool, typer.Option(help="Only re-check the stored certificate of this split")
+    ] = False,
+    dashboard_address: Annotated[
+        str, typer.Option(help="Local cluster's Dask dashboard, HOST:PORT (0: any free port)")
+    ] = "127.0.0.1:8787",
+) -> None:
+    """Prove one instance's optimum by splitting its MIP into parts solved on Dask.
+
+    Every finished part is written to the catalog at once, so a re-run of the same
+    split solves only the missing parts; the combined row holds the certificate."""
+    from puzzlesweep import puzzles
+    from puzzlesweep.proof import Proof, build, recheck
+    from puzzlesweep.solvers import Limits
+
+    catalog_path = catalog or store.default_catalog()
+    try:
+        module = puzzles.get(family)
+        values = parse_assignments(params or [])
+        if not split:
+            raise BadInput("--split is required (e.g. --split 1:0,6 for no_k_in_row)")
+        proof = Proof(
+            family,
+            module.Params.model_validate(values).model_dump(),
+            split,
+            width,
+            Limits(time_limit),
+        )
+        if wall is not None and wall <= 0:
+            raise BadInput(f"--wall must be > 0 seconds, got {wall}")
+        if probe < 0:
+            raise BadInput(f"--probe must be >= 0 seconds, got {probe}")
+        build(proof)
+        store.locate(catalog_path)
+    except ValidationError as exc:
+        raise fail(f"{family}: {validation_message(exc)}") from None
+    except (BadInput, ValueError) as exc:
+        raise fail(f"{family}: {exc}") from None
+    from puzzlesweep.flows.prove import run_prove
+    from puzzlesweep.flows.sweep import check_address
+
+    if check:
+        problems = recheck(catalog_path, proof)
+        for problem in problems:
+            err.print(f"certificate: {problem}", highlight=False, markup=False)
+        if problems:
+            raise typer.Exit(1)
+        out.print(f"certificate {proof.key} in {catalog_path} holds", highlight=False)
+        return
+    quiet_dask()
+    try:
+        if address:
+            check_address(address)
+        report = run_prove(
+            proof,
+            catalog_path,
+            address,
+            workers,
+            probe,
+            wall,
+            dashboard_address,
+            announce=lambda line: err.print(line, highlight=False, soft_wrap=True),
+        )
+    except BadInput as exc:
+        raise fail(str(exc)) from None
+    out.print(
+        f"{family} {' '.join(params or [])} split {split} (key {proof.key}): "
+        f"status {report['status']}  objective {_text(report['objective'])}  "
+        f"bound {_text(report['bound'])}  parts {report['parts']} "
+        f"({report['stored']} from the catalog, {report['solved']} solved now, "
+        f"{report['missing']} missing; {report['closed']} closed, {report['at_limit']} "
+        "stopped at a limit)  "
+        f"{report['seconds']:.1f} s",
+        highlight=False,
+    )
 
 
 @catalog_app.command("query")

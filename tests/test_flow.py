@@ -67,7 +67,7 @@ def test_sweep_on_local_cluster_writes_a_queryable_catalog(prefect_api, spec, tm
     _, rows = catalog.query(
         results, "SELECT count(*), count(DISTINCT run_id), min(schema_version) FROM results"
     )
-    assert rows == [(16, 1, 1)]
+    assert rows == [(16, 1, catalog.SCHEMA_VERSION)]
     files = catalog.files(results)
     assert len(files) == 5 and all(f.parent.name.startswith("family=") for f in files)
     assert not list(results.rglob("*.tmp"))

@@ -1,0 +1,189 @@
+"""The prove flow: one hard instance split into subproblems solved across the cluster.
+
+The logic of an attempt (its handle `Proof`, one part's solve, the combined row and
+its certificate, the re-check) is in `puzzlesweep.proof`; this module only submits and
+collects. Each part is a Prefect task on Dask (a part runs for tens of seconds or more,
+so the 0.2 s per task is no concern); its row is written by the task itself before it
+returns, so a killed run loses only the parts in flight, and a re-run solves only the
+parts whose stored row is not final (`proof.is_done`). At most one part per worker is
+in flight, so each new part gets the best incumbent known at its start as a cutoff.
+"""
+
+import json
+import math
+import time
+from datetime import UTC, datetime
+from uuid import uuid4
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.futures import as_completed
+
+from puzzlesweep import catalog
+from puzzlesweep.proof import (
+    PROBE_FIELDS,
+    Proof,
+    best_row,
+    build,
+    combined_row,
+    cutoff_for,
+    is_done,
+    part_name,
+    replace_limits,
+    solve_one,
+    solve_whole,
+    stored,
+    write_row,
+)
+from puzzlesweep.solvers import Limits
+from puzzlesweep.solvers import split as splitting
+
+
+@task(name="solve-part", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=2)
+def solve_part(
+    proof: Proof, index: int | None, cutoff: float | None, limits: Limits, run_id: str, path: str
+) -> dict:
+    """Solve part `index` (None: the whole instance, the probe) on a worker under
+    `limits` (seconds), with objective <= `cutoff` when given, and write its row to
+    the catalog at `path` (its own file, `proof.part_name`) before returning it.
+    Raises OSError when the catalog cannot be written (Prefect retries twice)."""
+    from puzzlesweep.flows.sweep import _worker
+
+    if index is None:
+        row, name = solve_whole(proof, limits, run_id), part_name(proof.key, "probe")
+    else:
+        row, name = solve_one(proof, index, cutoff, limits, run_id), part_name(proof.key, index)
+    row["worker"] = _worker()[0]
+    write_row(path, proof, row, name)
+    return row
+
+
+@flow(name="prove")
+def prove(
+    proof: Proof,
+    catalog_path: str = "results",
+    workers: int = 2,
+    probe_seconds: float = 0.0,
+    wall_seconds: float | None = None,
+) -> dict:
+    """Run the attempt `proof` into `catalog_path` with at most `workers` parts in
+    flight; returns {"run_id", "key", "parts", "stored" (final parts found in the
+    catalog), "solved" (parts solved now), "missing" (parts without a row), "closed"
+    (parts optimal or infeasible), "at_limit" (parts stopped by a limit),
+    "status", "objective", "bound", "seconds", "row"}.
+
+    `probe_seconds` > 0 first solves the whole instance that long (once per key: a
+    stored probe is reused), for an incumbent and a dual bound. `wall_seconds` caps the
+    whole run: no part starts after it, and each part's time limit is cut to what is
+    left (such a part is not final for the requested limit, so a re-run solves it
+    again)."""
+    logger = get_run_logger()
+    started = time.perf_counter()
+    catalog_path = catalog.resolve(catalog_path)
+    run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid4().hex[:6]}"
+    instance, model, split, description = build(proof)
+    integral = splitting.integral_objective(model)
+    parts, probe = stored(catalog_path, proof)
+    already = {i for i, row in parts.items() if is_done(row, proof.limits)}
+    todo = [i for i in range(len(split.parts)) if i not in already]
+    logger.info(
+        "prove %s: %d parts (%d before symmetry), %d final in the catalog, %d to solve; %s",
+        proof.key,
+        len(split.parts),
+        split.total,
+        len(already),
+        len(todo),
+        description,
+    )
+
+    def left() -> float:
+        return math.inf if wall_seconds is None else wall_seconds - (time.perf_counter() - started)
+
+    def limits_now() -> Limits | None:
+        seconds = min(proof.limits.time_limit, left())
+        return replace_limits(proof.limits, seconds) if seconds >= 1.0 else None
+
+    solved = 0
+    inflight: dict = {}
+    # the probe (None) runs beside the first part; parts started after it ends get its
+    # incumbent as their cutoff
+    queue: list[int | None] = ([None] if probe_seconds > 0 and probe is None else []) + todo
+    while queue or inflight:
+        while queue and len(inflight) < max(1, workers) and (limits := limits_now()):
+            index = queue.pop(0)
+            if index is None:
+                limits = replace_limits(limits, min(probe_seconds, limits.time_limit))
+            cutoff = cutoff_for(proof, best_row([*parts.values(), probe]), integral)
+            future = solve_part.submit(proof, index, cutoff, limits, run_id, catalog_path)
+            inflight[future] = index
+        if not inflight:
+            break  # out of wall time: the rest stays missing
+        future = next(as_completed(list(inflight)))
+        index = inflight.pop(future)
+        try:
+            row = future.result()
+        except Exception as exc:  # a part that failed every attempt stays missing
+            logger.error("part %s failed: %s: %s", index, type(exc).__name__, exc)
+            continue
+        if index is None:
+            probe = row
+            logger.info("probe: %s, objective %s, bound %s", *map(row.get, PROBE_FIELDS))
+            continue
+        parts[index] = row
+        solved += 1
+        logger.info(
+            "part %d (%s): %s, objective %s, lower %s",
+            index,
+            split.parts[index].label,
+            row["status"],
+            row["objective"],
+            json.loads(row["subproblem"])["lower"],
+        )
+    row = combined_row(proof, parts, probe, run_id)
+    write_row(catalog_path, proof, row, part_name(proof.key, "combined"))
+    missing = [i for i in range(len(split.parts)) if i not in parts]
+    return {
+        "run_id": run_id,
+        "key": proof.key,
+        "parts": len(split.parts),
+        "stored": len(already),
+        "solved": solved,
+        "missing": len(missing),
+        "closed": sum(1 for r in parts.values() if r["status"] in ("optimal", "infeasible")),
+        "at_limit": sum(1 for r in parts.values() if r["status"] in ("time_limit", "node_limit")),
+        "status": row["status"],
+        "objective": row["objective"],
+        "bound": row["bound"],
+        "seconds": time.perf_counter() - started,
+        "row": row,
+    }
+
+
+def run_prove(
+    proof: Proof,
+    catalog_path: str,
+    address: str | None = None,
+    workers: int = 2,
+    probe_seconds: float = 0.0,
+    wall_seconds: float | None = None,
+    dashboard_address: str | None = "127.0.0.1:8787",
+    announce=None,
+    connect_timeout: float = 10.0,
+) -> dict:
+    """Run `prove` on Dask (the scheduler at `address`, or a new LocalCluster of
+    `workers` single-threaded processes) under the configured or a temporary Prefect
+    API, as `flows.sweep.run_sweep` does. Returns the flow's report plus "scheduler"
+    and "dashboard". Raises BadInput for a bad split or address."""
+    from prefect_dask import DaskTaskRunner
+
+    from puzzlesweep.flows.sweep import dask_cluster, prefect_api
+
+    build(proof)  # bad input fails before any cluster starts
+    say = announce or (lambda line: None)
+    with dask_cluster(address, workers, dashboard_address, connect_timeout) as cluster:
+        scheduler, dashboard, found = cluster
+        say(f"Dask scheduler {scheduler}, {found} workers, dashboard {dashboard or '(none)'}")
+        with prefect_api():
+            flow_ = prove.with_options(task_runner=DaskTaskRunner(address=scheduler))
+            report = flow_(proof, catalog_path, max(1, found), probe_seconds, wall_seconds)
+    return {**report, "scheduler": scheduler, "dashboard": dashboard}

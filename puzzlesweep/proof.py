@@ -1,0 +1,354 @@
+"""Split proofs of one instance, without orchestration: the attempt's handle (`Proof`),
+solving one part, the combined row with its certificate, and its re-check.
+
+`flows/prove.py` runs the parts as Prefect tasks on Dask; everything here also works
+in one process (the tests use it so). File layout in the catalog, per attempt `key`:
+
+    family=F/part-prove-KEY-00012.parquet    one row per finished part (solver
+                                             `highs-split-part`, column `subproblem`)
+    family=F/part-prove-KEY-probe.parquet    the optional direct solve (solver `highs`)
+    family=F/part-prove-KEY-combined.parquet the combined row (solver `highs-split`,
+                                             column `certificate`)
+
+The combined row: status `optimal` with objective = bound when the bound meets the
+incumbent, else `time_limit` with the best objective and bound (the larger of the
+parts' minimum and the probe's dual bound). Its `certificate` (JSON) lists every part
+(index, label, counts, status, lower limit, cutoff) with the split's text and
+description; `recheck` re-derives the split, checks that it covers every case up to
+symmetry, that the stored bounds combine as claimed, that the incumbent verifies, and
+optionally re-solves parts to confirm their bounds.
+"""
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from puzzlesweep import __version__, catalog, puzzles
+from puzzlesweep.core import BadInput, Instance, InvalidSolution, make_params
+from puzzlesweep.solve import empty_row
+from puzzlesweep.solvers import Limits, highs, relative_gap
+from puzzlesweep.solvers import split as splitting
+
+PART_SOLVER = "highs-split-part"
+PROVE_SOLVER = "highs-split"
+PROBE_FIELDS = ("status", "objective", "bound")
+
+
+@dataclass(frozen=True)
+class Proof:
+    """The handle of one attempt: `family`, `params` (a dict), `split` (the family's
+    split text, e.g. "1:0,6"), `width` (exact counts per group), `limits` (per part;
+    seconds), `cutoff` (use incumbent − 1 as each part's cutoff)."""
+
+    family: str
+    params: dict
+    split: str
+    width: int
+    limits: Limits
+    cutoff: bool = True
+
+    @property
+    def instance(self) -> Instance:
+        """The instance (validated; raises BadInput)."""
+        family = puzzles.get(self.family)
+        return Instance(self.family, make_params(family.Params, self.params))
+
+    @property
+    def key(self) -> str:
+        """16 hex digits naming the instance's own params and the split (not the limits:
+        a re-run with other limits resumes the same parts)."""
+        text = json.dumps(
+            [self.family, self.instance.params_key, self.split, self.width], sort_keys=True
+        )
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def build(proof: Proof) -> tuple[Instance, highs.MipModel, splitting.Split, str]:
+    """(instance, its MIP on its own axes, the split, the split's description). Raises
+    BadInput for bad parameters, a family without `split_model`, or a bad split."""
+    instance = proof.instance
+    family = puzzles.get(proof.family)
+    if not hasattr(family, "split_model"):
+        raise BadInput(f"family {proof.family} has no split (split_model)")
+    try:
+        split, description = family.split_model(instance.params, proof.split, proof.width)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    return instance, family.model(instance.params), split, description
+
+
+def part_name(key: str, index: int | str) -> str:
+    """The catalog file name of part `index` (or "probe", "combined") of attempt `key`."""
+    suffix = f"{index:05d}" if isinstance(index, int) else index
+    return f"part-prove-{key}-{suffix}.parquet"
+
+
+def _verified(family, params, result) -> dict:
+    """The solution fields of a row from a solver result whose solution is a raw MIP
+    column vector: encoded solution, verified, the verifier's count as the objective
+    (when it matches the solver's), and the verifier's message as error."""
+    if result.solution is None:
+        return {"solution": None, "verified": None, "objective": result.objective}
+    decoded = family.from_mip(params, result.solution)
+    fields = {"solution": family.encode(decoded), "objective": result.objective}
+    try:
+        value = family.verify(params, decoded)
+    except InvalidSolution as exc:
+        return {**fields, "verified": False, "error": f"verifier: {exc}"}
+    if result.objective is None or abs(value - result.objective) > 1e-6:
+        return {**fields, "verified": False, "error": f"verifier recomputed {value}"}
+    return {**fields, "verified": True, "objective": float(value)}
+
+
+def solve_whole(proof: Proof, limits: Limits, run_id: str) -> dict:
+    """The row of a direct solve of the whole instance (the probe: solver `highs`)."""
+    instance, model, _, _ = build(proof)
+    family = puzzles.get(proof.family)
+    row = empty_row(instance, "highs", limits)
+    result = highs.solve(model, limits)
+    row.update(
+        status=result.status,
+        solver_version=result.solver_version,
+        bound=result.bound,
+        gap=result.gap,
+        solve_seconds=result.seconds,
+        nodes=result.nodes,
+        error=result.message,
+        **_verified(family, instance.params, result),
+        finished_at=datetime.now(UTC),
+        run_id=run_id,
+        sweep=f"prove-{proof.key}",
+    )
+    return row
+
+
+def solve_one(proof: Proof, index: int, cutoff: float | None, limits: Limits, run_id: str) -> dict:
+    """Solve part `index` of `proof` (with objective <= `cutoff` when given) and return
+    its catalog row: status, objective (verified against the whole instance: a part's
+    solution is a solution of the instance), bound, and `subproblem`, the JSON of the
+    part's handle with its cutoff, its lower limit (`split.part_lower`) and the key."""
+    instance, model, split, _ = build(proof)
+    family = puzzles.get(proof.family)
+    part = split.parts[index]
+    row = empty_row(instance, PART_SOLVER, limits)
+    result = highs.solve(splitting.restrict(model, split, part, cutoff), limits)
+    lower = splitting.part_lower(
+        result.status, result.bound, cutoff, splitting.integral_objective(model)
+    )
+    handle = json.loads(part.to_json())
+    handle.update(key=proof.key, cutoff=cutoff, lower=_json_number(lower), parts=len(split.parts))
+    row.update(
+        params_key=f"{proof.key}.{index}",
+        status=result.status,
+        solver_version=result.solver_version,
+        bound=result.bound,
+        gap=result.gap,
+        solve_seconds=result.seconds,
+        nodes=result.nodes,
+        error=result.message,
+        **_verified(family, instance.params, result),
+        finished_at=datetime.now(UTC),
+        run_id=run_id,
+        sweep=f"prove-{proof.key}",
+        subproblem=json.dumps(handle, separators=(",", ":")),
+    )
+    return row
+
+
+def _json_number(value: float) -> float | str:
+    """JSON has no infinities: ±inf as the strings "inf" / "-inf"."""
+    return value if math.isfinite(value) else ("inf" if value > 0 else "-inf")
+
+
+def _number(value: float | str | None) -> float:
+    """The inverse of `_json_number`; None (no part) is −inf."""
+    return -math.inf if value is None else float(value)
+
+
+def write_row(catalog_path: str, proof: Proof, row: dict, name: str) -> str:
+    """Write one row as its own catalog file `name`, atomically; returns the path."""
+    family = puzzles.get(proof.family)
+    row = {**row, "puzzlesweep_version": __version__, "schema_version": catalog.SCHEMA_VERSION}
+    return catalog.write_batch(catalog_path, proof.family, family.Params, [row], name)
+
+
+def is_done(row: dict, limits: Limits) -> bool:
+    """Is a stored part final for these limits: optimal or infeasible, or stopped at a
+    time limit at least as long as `limits.time_limit`?"""
+    if row["status"] in ("optimal", "infeasible"):
+        return True
+    stored = row.get("time_limit") or 0.0
+    return row["status"] in ("time_limit", "node_limit") and stored >= limits.time_limit - 1e-9
+
+
+def stored(catalog_path: str, proof: Proof) -> tuple[dict[int, dict], dict | None]:
+    """(part index → its stored row, the stored probe row or None), read from the files
+    this attempt's key names (missing files are simply absent)."""
+    _, _, split, _ = build(proof)
+    rows = {}
+    for index in range(len(split.parts)):
+        found = catalog.read_batch(catalog_path, proof.family, part_name(proof.key, index))
+        if found:
+            rows[index] = found[0]
+    probe = catalog.read_batch(catalog_path, proof.family, part_name(proof.key, "probe"))
+    return rows, (probe[0] if probe else None)
+
+
+def best_row(rows: list[dict | None]) -> dict | None:
+    """The verified row with the smallest objective among `rows` (None entries are
+    skipped), or None."""
+    good = [r for r in rows if r and r.get("verified") and r.get("objective") is not None]
+    return min(good, key=lambda r: r["objective"]) if good else None
+
+
+def combined_row(proof: Proof, parts: dict[int, dict], probe: dict | None, run_id: str) -> dict:
+    """The combined row of the instance from the stored `parts` (index → row) and the
+    optional `probe` row; see the module docstring. Parts not in `parts` count as
+    unproven (−inf)."""
+    instance, model, split, description = build(proof)
+    lowers = [
+        _number(json.loads(parts[i]["subproblem"])["lower"]) if i in parts else -math.inf
+        for i in range(len(split.parts))
+    ]
+    best = best_row([*parts.values(), probe])
+    combined = splitting.combine(lowers, [best["objective"] if best else None])
+    bound = combined.bound
+    if probe is not None and probe.get("bound") is not None:
+        bound = max(bound, math.ceil(probe["bound"] - 1e-6))
+    objective = combined.objective
+    proven = objective is not None and bound >= objective - 1e-6
+    certificate = {
+        "key": proof.key,
+        "split": proof.split,
+        "width": proof.width,
+        "description": description,
+        "parts_total_before_symmetry": split.total,
+        "symmetries": len(split.permutations),
+        "probe_bound": probe.get("bound") if probe else None,
+        "parts": [
+            {
+                "index": p.index,
+                "label": p.label,
+                "counts": [list(c) for c in p.counts],
+                "status": parts[p.index]["status"] if p.index in parts else None,
+                "lower": _json_number(lowers[p.index]),
+                "cutoff": json.loads(parts[p.index]["subproblem"])["cutoff"]
+                if p.index in parts
+                else None,
+            }
+            for p in split.parts
+        ],
+    }
+    row = empty_row(instance, PROVE_SOLVER, proof.limits)
+    finite = bound if math.isfinite(bound) else None
+    row.update(
+        status="optimal" if proven else "time_limit",
+        solver_version=highs.VERSION,
+        objective=objective,
+        bound=objective if proven else finite,
+        gap=relative_gap(objective, finite) if not proven else 0.0,
+        solve_seconds=sum((r.get("solve_seconds") or 0.0) for r in [*parts.values(), probe] if r),
+        nodes=sum((r.get("nodes") or 0) for r in [*parts.values(), probe] if r),
+        solution=best["solution"] if best else None,
+        verified=bool(best) if best else None,
+        finished_at=datetime.now(UTC),
+        run_id=run_id,
+        sweep=f"prove-{proof.key}",
+        certificate=json.dumps(certificate, separators=(",", ":")),
+    )
+    return row
+
+
+def cutoff_for(proof: Proof, best: dict | None, integral: bool) -> float | None:
+    """incumbent − 1 for an integral objective (the parts then only look for better
+    solutions), None without an incumbent, without `proof.cutoff` or for a fractional
+    objective (no safe strict cutoff)."""
+    if not proof.cutoff or best is None or not integral:
+        return None
+    return float(best["objective"]) - 1.0
+
+
+def replace_limits(limits: Limits, seconds: float) -> Limits:
+    """`limits` with the time limit `seconds`."""
+    return Limits(seconds, limits.node_limit, limits.threads)
+
+
+def recheck(catalog_path: str, proof: Proof, resolve_seconds: float | None = None) -> list[str]:
+    """Re-check the stored certificate of `proof` from the catalog; returns the problems
+    found (empty: it holds). Checks: the combined row exists and its certificate lists
+    exactly the parts the split gives today (same labels and counts); the split covers
+    every bucket vector up to its symmetries (`split.covers`); every stored part's lower
+    limit follows from its status, bound and cutoff; the combined bound is what they
+    give (min over parts, at most the probe's bound raised) and an `optimal` claim has
+    bound = objective; the solution verifies with the claimed objective. With
+    `resolve_seconds`, each part that claims a finite lower limit is solved again (with
+    its cutoff) and a re-solve that finishes must not contradict it.
+
+    What it takes on trust: HiGHS's statuses and bounds of parts not re-solved, the
+    probe's dual bound, and that the family's symmetries preserve the feasible set (for
+    no_k_in_row a test checks that each maps the windows onto the windows). Raises
+    BadInput as `build` does."""
+    problems: list[str] = []
+    instance, model, split, _ = build(proof)
+    family = puzzles.get(proof.family)
+    integral = splitting.integral_objective(model)
+    rows = catalog.read_batch(catalog_path, proof.family, part_name(proof.key, "combined"))
+    if not rows:
+        return [f"no combined row {part_name(proof.key, 'combined')}"]
+    combined = rows[0]
+    cert = json.loads(combined["certificate"])
+    listed = [(p["index"], p["label"], [list(c) for c in p["counts"]]) for p in cert["parts"]]
+    expected = [(p.index, p.label, [list(c) for c in p.counts]) for p in split.parts]
+    if listed != expected:
+        problems.append("the certificate's parts differ from the split's parts")
+    if (why := splitting.covers(split)) is not None:
+        problems.append(f"the split does not cover the space: {why}")
+    parts, probe = stored(catalog_path, proof)
+    lowers = []
+    for p, claimed in zip(split.parts, cert["parts"], strict=False):
+        row = parts.get(p.index)
+        if row is None:
+            lowers.append(-math.inf)
+            continue
+        handle = json.loads(row["subproblem"])
+        lower = splitting.part_lower(row["status"], row["bound"], handle["cutoff"], integral)
+        if lower != _number(handle["lower"]) or lower != _number(claimed["lower"]):
+            problems.append(
+                f"part {p.index} ({p.label}): lower limit {claimed['lower']} claimed, "
+                f"{_json_number(lower)} follows from its status and bound"
+            )
+        lowers.append(lower)
+        if resolve_seconds and math.isfinite(lower):
+            again = highs.solve(
+                splitting.restrict(model, split, p, handle["cutoff"]), Limits(resolve_seconds)
+            )
+            true_lower = splitting.part_lower(again.status, again.bound, handle["cutoff"], integral)
+            exact = again.status in ("optimal", "infeasible")
+            if exact and true_lower < lower - 1e-6:
+                problems.append(
+                    f"part {p.index} ({p.label}): re-solved to {_json_number(true_lower)}, "
+                    f"below the stored lower limit {_json_number(lower)}"
+                )
+    bound = min(lowers) if lowers else -math.inf
+    if probe is not None and probe.get("bound") is not None:
+        bound = max(bound, math.ceil(probe["bound"] - 1e-6))
+    claimed_bound = combined["bound"]
+    if combined["status"] == "optimal":
+        if combined["objective"] is None or bound < combined["objective"] - 1e-6:
+            problems.append(
+                f"optimal claimed with objective {combined['objective']}, "
+                f"but the parts prove only {_json_number(bound)}"
+            )
+    elif claimed_bound is not None and claimed_bound > bound + 1e-6:
+        problems.append(f"bound {claimed_bound} claimed, the parts prove {_json_number(bound)}")
+    if combined["solution"] is not None:
+        try:
+            value = family.verify(instance.params, family.decode(combined["solution"]))
+        except (InvalidSolution, ValueError) as exc:
+            problems.append(f"the solution does not verify: {exc}")
+        else:
+            if combined["objective"] is None or abs(value - combined["objective"]) > 1e-6:
+                problems.append(f"the solution removes {value}, not {combined['objective']}")
+    return problems

@@ -1,0 +1,197 @@
+"""Split proofs (issue 6): parts that cover the space, bounds that combine into the known
+optimum, on a real LocalCluster with real HiGHS and a real catalog; a resumed run
+solves only missing parts; the certificate re-check catches tampering."""
+
+import json
+import math
+import os
+from dataclasses import replace
+
+import pyarrow.parquet as pq
+import pytest
+
+from puzzlesweep import catalog, puzzles
+from puzzlesweep.core import BadInput
+from puzzlesweep.flows.prove import run_prove
+from puzzlesweep.flows.sweep import dask_cluster
+from puzzlesweep.proof import Proof, build, part_name, recheck, solve_one
+from puzzlesweep.solvers import Limits, highs
+from puzzlesweep.solvers import split as splitting
+
+from .conftest import cli
+
+NOK = puzzles.get("no_k_in_row")
+
+# (dims, k, split, width, optimum): seed values and OEIS A181018 (k = 3, n×n).
+KNOWN = [
+    ([6, 7], 5, "0:0,5", 3, 8),
+    ([4, 4], 3, "0:0,3", 2, 7),
+    ([5, 5], 3, "1:0,4", 2, 9),
+    ([13, 17], 5, "0:6", 3, 44),
+]
+SLOW = [([6, 6], 3, "0:0,5", 2, 16), ([8, 8], 3, "0:0,7", 2, 28), ([5, 5, 5], 5, "0:0,4", 3, 28)]
+
+
+def split_solve(dims, k, text, width, cutoff=None, incumbent=None):
+    """Solve every part in this process; returns (combined, number of parts)."""
+    proof = Proof("no_k_in_row", {"dims": dims, "k": k}, text, width, Limits(60))
+    _, _, split, _ = build(proof)
+    rows = [solve_one(proof, part.index, cutoff, proof.limits, "t") for part in split.parts]
+    assert all(r["verified"] is not False for r in rows)
+    lowers = [float(json.loads(r["subproblem"])["lower"]) for r in rows]
+    objectives = [r["objective"] for r in rows if r["verified"]]
+    return splitting.combine(lowers, objectives, incumbent), len(split.parts)
+
+
+@pytest.mark.parametrize(
+    ("dims", "k", "text", "width", "optimum"),
+    [*KNOWN, *[pytest.param(*case, marks=pytest.mark.slow) for case in SLOW]],
+)
+def test_split_proves_the_known_optimum(dims, k, text, width, optimum):
+    direct = highs.solve(NOK.model(NOK.Params(dims=dims, k=k)), Limits(60))
+    assert direct.status == "optimal" and direct.objective == pytest.approx(optimum)
+    combined, _ = split_solve(dims, k, text, width)
+    assert combined.proven and combined.objective == optimum and combined.bound == optimum
+    # With the optimum as incumbent, cutoff optimum - 1: every part is infeasible, and
+    # the parts prove nothing better exists.
+    combined, _ = split_solve(dims, k, text, width, cutoff=optimum - 1, incumbent=optimum)
+    assert combined.proven and combined.bound >= optimum and combined.objective == optimum
+
+
+def test_symmetry_keeps_one_part_per_orbit_and_coverage_is_checked():
+    p = NOK.Params(dims=[6, 7, 6], k=5)
+    assert len(NOK.box_symmetries((6, 7, 6))) == 16
+    split, _ = NOK.split_model(p, "1:0,6", 4)
+    # buckets [0,5], 6, 7, 8, 9, [10,36] per layer; layers 0 and 6 swap by reflection
+    assert split.total == 36 and len(split.parts) == 21 and len(split.permutations) == 2
+    assert splitting.covers(split) is None
+    dropped = replace(split, parts=split.parts[:-1])
+    assert "in no part" in splitting.covers(dropped)
+    # the middle layer is fixed by every symmetry: nothing to drop
+    middle, _ = NOK.split_model(p, "1:3", 4)
+    assert len(middle.parts) == middle.total == 6
+    # every symmetry maps the windows onto the windows
+    windows = set(map(frozenset, NOK.windows((6, 7, 6), 5)))
+    for image in NOK.box_symmetries((6, 7, 6)):
+        assert {frozenset(image[c] for c in w) for w in windows} == windows
+
+
+def test_part_lower_limits():
+    assert splitting.part_lower("infeasible", None, None, True) == math.inf
+    assert splitting.part_lower("infeasible", None, 63.0, True) == 64
+    assert splitting.part_lower("time_limit", 55.2, 63.0, True) == 56
+    assert splitting.part_lower("time_limit", 70.0, 63.0, True) == 64
+    assert splitting.part_lower("time_limit", None, 63.0, True) == -math.inf
+    assert splitting.part_lower("error", 60.0, None, True) == -math.inf
+    assert splitting.combine([8, math.inf, -math.inf], [9.0]).proven is False
+    assert splitting.combine([9, math.inf], [9.0]).proven is True
+
+
+def _rewrite(path, **changes):
+    """Replace fields of the one row of the Parquet file `path` (a tampered catalog)."""
+    table = pq.read_table(path)
+    row = {**table.to_pylist()[0], **changes}
+    import pyarrow as pa
+
+    pq.write_table(pa.Table.from_pylist([row], schema=table.schema), path)
+
+
+def test_prove_on_a_local_cluster_resumes_and_rechecks(prefect_api, tmp_path):
+    results = tmp_path / "results"
+    # no cutoff in the first run: every part is solved to its own optimum
+    # buckets [0,0], 1, [2,7] for the outer rows 0 and 5; 9 vectors, 6 up to reflection
+    proof = Proof("no_k_in_row", {"dims": [6, 7], "k": 5}, "0:0,5", 1, Limits(30), cutoff=False)
+    with dask_cluster(None, 2, "127.0.0.1:0") as (address, _, _):
+        report = run_prove(proof, str(results), address, probe_seconds=5)
+        assert (report["status"], report["objective"], report["bound"]) == ("optimal", 8.0, 8.0)
+        assert report["parts"] == 6 and report["solved"] == 6 and report["missing"] == 0
+        assert recheck(str(results), proof) == []
+        _, rows = catalog.query(
+            results,
+            "SELECT solver, count(*), count(subproblem), count(certificate) FROM results "
+            "GROUP BY 1 ORDER BY 1",
+        )
+        parts = ("highs-split-part", 6, 6, 0)
+        assert rows == [("highs", 1, 0, 0), ("highs-split", 1, 0, 1), parts]
+
+        # A killed run lost three parts: the re-run (with the cutoff) solves those only.
+        folder = results / "family=no_k_in_row"
+        for index in (0, 4, 5):  # not part 3, rows (1, 1), which holds the optimum
+            os.remove(folder / part_name(proof.key, index))
+        again = run_prove(replace(proof, cutoff=True), str(results), address)
+    assert (again["stored"], again["solved"], again["status"]) == (3, 3, "optimal")
+    assert recheck(str(results), proof) == []
+    _, rows = catalog.query(
+        results, "SELECT count(*) FROM results WHERE subproblem LIKE '%\"cutoff\":7.0%'"
+    )
+    assert rows == [(3,)]
+
+    # The parts prove the optimum without the probe's bound.
+    os.remove(folder / part_name(proof.key, "probe"))
+    assert recheck(str(results), proof) == []
+    # Tampering with the part that holds the optimum (8, found without cutoff).
+    combined_path = folder / part_name(proof.key, "combined")
+    cert = json.loads(pq.read_table(combined_path).to_pylist()[0]["certificate"])
+    (weakest,) = [p for p in cert["parts"] if p["status"] == "optimal" and p["lower"] == 8]
+    path = folder / part_name(proof.key, weakest["index"])
+    handle = json.loads(pq.read_table(path).to_pylist()[0]["subproblem"])
+    # a lower limit that does not follow from the part's own status and bound
+    _rewrite(path, subproblem=json.dumps({**handle, "lower": 99}))
+    assert any("follows from its status and bound" in p for p in recheck(str(results), proof))
+    # a weaker part than the optimal claim needs
+    _rewrite(path, status="time_limit", bound=7.0, subproblem=json.dumps({**handle, "lower": 7}))
+    assert any("the parts prove only 7" in p for p in recheck(str(results), proof))
+    # a consistent lie (optimal 9 instead of 8, in the part and in the certificate):
+    # only solving the part again catches it
+    _rewrite(path, status="optimal", bound=9.0, subproblem=json.dumps({**handle, "lower": 9}))
+    cert["parts"][weakest["index"]]["lower"] = 9
+    _rewrite(combined_path, certificate=json.dumps(cert))
+    assert recheck(str(results), proof) == []
+    problems = recheck(str(results), proof, resolve_seconds=30)
+    assert problems == [
+        f"part {weakest['index']} ({weakest['label']}): re-solved to 8, below the stored "
+        "lower limit 9"
+    ]
+
+
+def test_prove_refuses_bad_input_and_writes_nothing(tmp_path):
+    for params, text, width, message in [
+        ({"dims": [6, 7], "k": 5}, "3:0", 3, "not an axis"),
+        ({"dims": [6, 7], "k": 5}, "0:0,0", 3, "distinct"),
+        ({"dims": [6, 7], "k": 5}, "0:x", 3, "must be integers"),
+        ({"dims": [6, 7], "k": 5}, "0-1", 3, "must be AXIS:LAYER"),
+        ({"dims": [6, 7], "k": 5}, "0:1", 0, "--width must be in 1..40"),
+        ({"dims": [6, 7], "k": 9}, "0:0", 3, "larger than every dimension"),
+    ]:
+        with pytest.raises(BadInput, match=message):
+            build(Proof("no_k_in_row", params, text, width, Limits(1)))
+    with pytest.raises(BadInput, match="has no split"):
+        build(Proof("domination", {"piece": "king", "rows": 3, "cols": 3}, "0:0", 1, Limits(1)))
+    results = tmp_path / "r"
+    for args, message in [
+        (["dims=6,7", "k=5", "--split", "3:0"], "not an axis"),
+        (["dims=6,7", "k=5"], "--split is required"),
+    ]:
+        done = cli("prove", "no_k_in_row", *args, "--catalog", str(results), timeout=60)
+        assert done.returncode == 2, (args, done.stderr)
+        assert message in done.stderr, (args, done.stderr)
+    assert not results.exists()
+
+
+def test_variable_split_partitions_by_fixing_cells():
+    model = NOK.model(NOK.Params(dims=[6, 7], k=5))
+    split = splitting.variable_split([17, 24])  # two middle cells: 4 parts
+    assert [p.label for p in split.parts] == [
+        "x17=0 x24=0",
+        "x17=0 x24=1",
+        "x17=1 x24=0",
+        "x17=1 x24=1",
+    ]
+    lowers, objectives = [], []
+    for part in split.parts:
+        result = highs.solve(splitting.restrict(model, split, part), Limits(30))
+        lowers.append(splitting.part_lower(result.status, result.bound, None, True))
+        objectives.append(result.objective)
+    combined = splitting.combine(lowers, objectives)
+    assert combined.proven and combined.objective == pytest.approx(8) and combined.bound == 8
+    assert model.num_rows == NOK.model(NOK.Params(dims=[6, 7], k=5)).num_rows  # unchanged
