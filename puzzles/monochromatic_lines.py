@@ -158,7 +158,8 @@ def lines(n: int, d: int) -> tuple[Line, ...]:
 def model(p: Params) -> MipModel:
     """The seed's 0-1 model (module docstring); columns x[i,j] = i*c + j, then y[l,j]."""
     cells, c, all_lines = p.n**p.d, len(p.counts), lines(p.n, p.d)
-    m = MipModel([], [], [], [])
+    m = MipModel([], [], [], [])  # y is continuous but integral at every optimum:
+    m.integral_objective = True  # so the optimum is an integer and its bound rounds up
     m.add_columns(cells * c, 0.0, 0.0, 1.0, True)
     y0 = m.add_columns(len(all_lines) * c, 1.0, 0.0, 1.0, False)
     for i in range(cells):
