@@ -55,7 +55,9 @@ class MipModel:
     (True), that it may not be (False), or asks `solve` to detect it from the costs
     (None, the default: integral costs on integer columns, zero costs elsewhere and an
     integral offset); when it holds, the dual bound is rounded up and the objective to
-    the nearest integer (`integral_bounds`).
+    the nearest integer (`integral_bounds`). `options` are HiGHS options set after
+    `solve`'s own (for benchmarks: {"mip_detect_symmetry": False}); `threads` and
+    `time_limit` come from the limits and cannot be set here.
     """
 
     costs: list[float]
@@ -70,6 +72,7 @@ class MipModel:
     offset: float = 0.0
     start: list[float] | None = None
     integral_objective: bool | None = None
+    options: dict[str, bool | int | float | str] = field(default_factory=dict)
 
     @property
     def num_cols(self) -> int:
@@ -99,6 +102,7 @@ class MipModel:
         return first
 
 
+_OK = highspy.HighsStatus.kOk
 _STATUS = {
     highspy.HighsModelStatus.kOptimal: "optimal",
     highspy.HighsModelStatus.kInfeasible: "infeasible",
@@ -153,6 +157,10 @@ def solve(model: MipModel, limits: Limits) -> SolverResult:
     h.setOptionValue("mip_rel_gap", 0.0)
     if limits.node_limit is not None:
         h.setOptionValue("mip_max_nodes", int(limits.node_limit))
+    for name, value in model.options.items():
+        if name in ("threads", "time_limit") or h.setOptionValue(name, value) != _OK:
+            message = f"HiGHS option {name}={value!r} refused"
+            return SolverResult("error", message=message, solver="highs", solver_version=VERSION)
     lp = highspy.HighsLp()
     lp.num_col_ = model.num_cols
     lp.num_row_ = model.num_rows
