@@ -27,6 +27,7 @@ MIP (issue 6); the piece's graph with blocking (sliding pieces stopped by other 
 which the literature does not use.
 """
 
+import math
 from functools import lru_cache
 from typing import Literal
 
@@ -116,8 +117,11 @@ def coverers(p: Params) -> list[list[int]]:
     return [sorted(table[t] | ({t} if own else set())) for t in range(p.rows * p.cols)]
 
 
-def model(p: Params) -> MipModel:
-    """The set-cover MIP of the module docstring; column s is square s."""
+def model(p: Params, *, start: bool = False, symmetry: bool = False) -> MipModel:
+    """The set-cover MIP of the module docstring; column s is square s. `start` hands
+    HiGHS the greedy cover of `greedy_start` (checked by `verify`), `symmetry` adds the
+    rows of `symmetry_rows`; both are off by default because neither made knights faster
+    (benchmarks/README.md): HiGHS's own symmetry detection serves better."""
     m = MipModel([], [], [], [])
     m.add_columns(p.rows * p.cols, 1.0, 0.0, 1.0, True)
     for cover in coverers(p):
@@ -127,7 +131,61 @@ def model(p: Params) -> MipModel:
             for t in sorted(hit):
                 if s < t:
                     m.add_row([s, t], [1.0, 1.0], 0.0, 1.0)
+    if symmetry:
+        for more, fewer in symmetry_rows(p.rows, p.cols):
+            m.add_row(more + fewer, [1.0] * len(more) + [-1.0] * len(fewer), 0.0, math.inf)
+    if start and p.variant == "dominating":
+        placed = set(greedy_start(p))
+        verify(p, tuple(sorted(placed)))  # a wrong start must never reach the solver
+        m.start = [1.0 if s in placed else 0.0 for s in range(p.rows * p.cols)]
     return m
+
+
+def greedy_start(p: Params) -> Solution:
+    """A dominating set (any variant's covering rule; not checked for independence): put
+    a piece on the square that covers most uncovered squares (lowest index on ties) until
+    all are covered, then lift, from the last placed, every piece whose squares are all
+    covered twice. Knights: 16 on 8×8, 28 on 12×12, 48 on 16×16 (optima 12, 24, 40)."""
+    cover = coverers(p)
+    covers = [set() for _ in cover]  # covers[s]: the squares a piece on s covers
+    for t, sources in enumerate(cover):
+        for s in sources:
+            covers[s].add(t)
+    uncovered, placed = set(range(len(cover))), []
+    while uncovered:
+        s = max(range(len(covers)), key=lambda s: (len(covers[s] & uncovered), -s))
+        if not covers[s] & uncovered:
+            raise ValueError("some square has nothing that covers it")
+        placed.append(s)
+        uncovered -= covers[s]
+    times = [0] * len(cover)
+    for s in placed:
+        for t in covers[s]:
+            times[t] += 1
+    for s in reversed(list(placed)):
+        if all(times[t] >= 2 for t in covers[s]):
+            placed.remove(s)
+            for t in covers[s]:
+                times[t] -= 1
+    return tuple(sorted(placed))
+
+
+def symmetry_rows(rows: int, cols: int) -> list[tuple[list[int], list[int]]]:
+    """Symmetry-breaking rows as pairs (more, fewer): Σ x over `more` >= Σ x over `fewer`.
+    The top half of the board holds at least as many pieces as the bottom half, the left
+    half as the right; on a square board also the squares above the diagonal as those
+    below. Every solution has an image satisfying them all (mirror left-right, then
+    top-bottom if needed, then transpose if needed: the transpose carries the halves onto
+    each other), so the optimum is unchanged."""
+    squares = [(r, c) for r in range(rows) for c in range(cols)]
+    pick = lambda keep: [r * cols + c for r, c in squares if keep(r, c)]  # noqa: E731
+    found = [
+        (pick(lambda r, c: r < rows // 2), pick(lambda r, c: r >= rows - rows // 2)),
+        (pick(lambda r, c: c < cols // 2), pick(lambda r, c: c >= cols - cols // 2)),
+    ]
+    if rows == cols:
+        found.append((pick(lambda r, c: r < c), pick(lambda r, c: r > c)))
+    return found
 
 
 def from_mip(p: Params, x: list[float]) -> Solution:
