@@ -135,8 +135,11 @@ def model(p: Params, *, start: bool = False, symmetry: bool = False) -> MipModel
         for more, fewer in symmetry_rows(p.rows, p.cols):
             m.add_row(more + fewer, [1.0] * len(more) + [-1.0] * len(fewer), 0.0, math.inf)
     if start and p.variant == "dominating":
-        placed = set(greedy_start(p))
-        verify(p, tuple(sorted(placed)))  # a wrong start must never reach the solver
+        placed = greedy_start(p)
+        if symmetry:  # HiGHS silently drops a start that breaks a row
+            placed = symmetric_image(p.rows, p.cols, placed)
+        verify(p, placed)  # a wrong start must never reach the solver
+        placed = set(placed)
         m.start = [1.0 if s in placed else 0.0 for s in range(p.rows * p.cols)]
     return m
 
@@ -186,6 +189,21 @@ def symmetry_rows(rows: int, cols: int) -> list[tuple[list[int], list[int]]]:
     if rows == cols:
         found.append((pick(lambda r, c: r < c), pick(lambda r, c: r > c)))
     return found
+
+
+def symmetric_image(rows: int, cols: int, placed: Solution) -> Solution:
+    """The image of `placed` under the board symmetry that makes it satisfy every row of
+    `symmetry_rows(rows, cols)`: mirrored left-right, then top-bottom, when the second
+    half holds more pieces, then transposed (square boards) when more lie below the
+    diagonal than above."""
+    cells = [divmod(s, cols) for s in placed]
+    if sum(c < cols // 2 for _, c in cells) < sum(c >= cols - cols // 2 for _, c in cells):
+        cells = [(r, cols - 1 - c) for r, c in cells]
+    if sum(r < rows // 2 for r, _ in cells) < sum(r >= rows - rows // 2 for r, _ in cells):
+        cells = [(rows - 1 - r, c) for r, c in cells]
+    if rows == cols and sum(r < c for r, c in cells) < sum(r > c for r, c in cells):
+        cells = [(c, r) for r, c in cells]
+    return tuple(sorted(r * cols + c for r, c in cells))
 
 
 def from_mip(p: Params, x: list[float]) -> Solution:

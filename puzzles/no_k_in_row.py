@@ -167,6 +167,8 @@ def model(p: Params, *, start: bool = True, moves: int = 0, symmetry: bool = Fal
             m.add_row(more + fewer, [1.0] * len(more) + [-1.0] * len(fewer), 0.0, math.inf)
     if start and cells <= START_MAX_CELLS:
         removed = start_solution(p, moves)
+        if symmetry:  # HiGHS silently drops a start that breaks a row
+            removed = symmetric_image(tuple(p.dims), removed)
         verify(p, removed)  # a wrong start must never reach the solver
         m.start = [0.0] * cells
         for i in removed:
@@ -223,17 +225,18 @@ class _Removal:
         self.hits[self.through[cell]] -= 1
 
     def repair(self, whole: np.ndarray, rng=None, avoid=()) -> list[int]:
-        """Hit the windows `whole` (indices) greedily: remove the stone in most of those
-        still whole (never one of `avoid`; ties broken by `rng`, else the lowest index);
-        returns the cells removed."""
+        """Hit the windows `whole` (indices) greedily: remove the stone, among those of
+        the windows still whole, that lies in most of them (one of `avoid` only when a
+        window has no other; ties broken by `rng`, else the lowest index); returns the
+        cells removed."""
         added = []
         while len(whole := whole[self.hits[whole] == 0]):
-            counts = np.bincount(self.table[whole].ravel(), minlength=len(self.removed))
-            counts = counts.astype(float)
-            counts[list(avoid)] = -1.0
+            cells, counts = np.unique(self.table[whole], return_counts=True)
+            score = counts.astype(float)
+            score[np.isin(cells, avoid)] = 0.0
             if rng is not None:
-                counts += 0.5 * rng.random(len(counts))
-            added.append(int(np.argmax(counts)))
+                score += 0.5 * rng.random(len(score))
+            added.append(int(cells[np.argmax(score)]))
             self.add(added[-1])
         return added
 
@@ -338,6 +341,23 @@ def symmetry_rows(dims: tuple[int, ...]) -> list[tuple[list[int], list[int]]]:
             )
         )
     return rows
+
+
+def symmetric_image(dims: tuple[int, ...], removed: Solution) -> Solution:
+    """The image of `removed` under the box symmetry that makes it satisfy every row of
+    `symmetry_rows(dims)`: each axis reflected when its high half holds more removed
+    cells, then the first pair of equal sides swapped when the diagonal row asks."""
+    coords = np.array(list(itertools.product(*map(range, dims))), dtype=np.int64)
+    mine = coords[list(removed)]
+    for axis, side in enumerate(dims):
+        if (mine[:, axis] < side // 2).sum() < (mine[:, axis] >= side - side // 2).sum():
+            mine[:, axis] = side - 1 - mine[:, axis]
+    pairs = [(i, j) for i, j in itertools.combinations(range(len(dims)), 2) if dims[i] == dims[j]]
+    for i, j in pairs[:1]:
+        if (mine[:, i] < mine[:, j]).sum() < (mine[:, i] > mine[:, j]).sum():
+            mine[:, [i, j]] = mine[:, [j, i]]
+    strides = np.array([math.prod(dims[a + 1 :]) for a in range(len(dims))], dtype=np.int64)
+    return tuple(sorted(int(i) for i in mine @ strides))
 
 
 def from_mip(p: Params, x: list[float]) -> Solution:
