@@ -22,9 +22,19 @@ Second method: `exhaustive(p)`, iterative deepening over the number of pieces th
 branches on the squares covering the first square left uncovered (skipping squares
 attacked by a placed piece in the independent variant); for boards of at most 36 squares.
 
-Roads not taken: symmetry breaking over the board's 8 (square) or 4 symmetries in the
-MIP (issue 6); the piece's graph with blocking (sliding pieces stopped by other pieces),
-which the literature does not use.
+Measured (issue 6, benchmarks/README.md): HiGHS with one thread proves knights n×n for
+n = 1..16 (A006075) in 494 s in all, 16×16 (40) in 281 s; its own symmetry detection
+(2 generators of the square's 8 symmetries) is on by default and served best.
+
+Roads not taken: symmetry-breaking rows (`symmetry_rows`: half-counts under the
+reflections, the diagonal under the transpose; measured no faster than HiGHS's own
+detection on knights 12..14, kept behind `model(p, symmetry=True)`); starting from
+`greedy_start` by default (16 knights on 8×8, 48 on 16×16: HiGHS finds better at once,
+and even the proven optimum as a start did not speed the proof up: 13×13 took 3.3 times
+as long); local cover cuts Σ_{s covers some t∈R} x_s >= γ(R) for 3×3 blocks, corner
+blocks and edge strips R (the LP bound stayed 21.42 on 12×12 and 28.92 on 14×14: the
+gap is global, not local); the piece's graph with blocking (sliding pieces stopped by
+other pieces), which the literature does not use.
 """
 
 import math

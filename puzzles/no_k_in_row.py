@@ -18,6 +18,11 @@ Sub-box cuts: for every strict sub-box B whose optimum h(B) is proven (`SUBBOX_O
 Σ_{cell∈B} x >= h(B), valid since B's windows are windows of the box. The LP alone is
 weak (x = 1/k everywhere gives cells/k: 50.4 on 6×7×6); with the 5×5×5, 5×5×6 and
 5×5×7 cuts HiGHS reaches a dual bound of 55 on 6×7×6 within 60 s, against 53 without.
+Start: `model` hands HiGHS the best periodic removal pattern (`start_solution`: remove
+the cells with a·x ≡ c mod k, repaired greedily where a window is missed, pruned, and
+checked by `verify`): optimal at once on 2-D boards with k = 5 (6×7 → 8, 13×17 → 44),
+68 on 6×7×6, where `start_solution(p, SEARCH_MOVES)` (a seeded local search, 5-27 s)
+reaches the seed's 64 deterministically; HiGHS alone held 65 after 60 s.
 
 Symmetry: permuting the axes of a box, or dropping a side of length 1 (no window of
 k >= 2 runs along it), gives the same windows, so `canonical(p)` sorts the sides of
@@ -25,9 +30,13 @@ length >= 2 increasingly (7×6 and 6×7, 1×7 and 7 are one instance each).
 Second method: `exhaustive(p)`, iterative deepening over removal budgets that branches on
 the cells of the first window left whole; for boxes of at most 24 cells.
 
-Roads not taken: clique or lifted cuts on overlapping windows, symmetry breaking and
-periodic starting patterns (issue 6); 2-D sub-box cuts (in 2-D, cells/k already lies
-within one of the optimum, so they cut nothing off).
+Roads not taken: symmetry-breaking rows by default (`symmetry_rows`: half-counts under
+each reflection, a diagonal under the swap of equal sides; measured on 6×7×6 they leave
+the 60 s bound at 55, as HiGHS's own symmetry detection does, and cost nodes; kept behind
+`model(p, symmetry=True)`); the local-search start by default (seconds on every 3-D
+model, in sweeps outside the time limit, for no better bound at 60 s); clique or lifted
+cuts on overlapping windows; 2-D sub-box cuts (in 2-D, cells/k already lies within one
+of the optimum, so they cut nothing off).
 """
 
 import itertools

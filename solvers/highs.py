@@ -51,8 +51,8 @@ class MipModel:
     m + 1 entries, col_index and values one per non-zero; row_lower and row_upper one per
     row (m). Use math.inf for a missing bound. `offset` is added to the objective.
     `start` is an optional full incumbent (n values) handed to HiGHS as a warm start.
-    `integral_objective` says that every feasible point's optimum value is an integer
-    (True), that it may not be (False), or asks `solve` to detect it from the costs
+    `integral_objective` says that the optimum value is an integer (True), that it may
+    not be (False), or asks `solve` to detect it from the costs
     (None, the default: integral costs on integer columns, zero costs elsewhere and an
     integral offset); when it holds, the dual bound is rounded up and the objective to
     the nearest integer (`integral_bounds`). `options` are HiGHS options set after
@@ -148,7 +148,10 @@ def solve(model: MipModel, limits: Limits) -> SolverResult:
 
     Returns status optimal | infeasible | time_limit | node_limit | error, the incumbent's
     objective and its column values (list of n floats), the dual bound, the gap, the
-    branch-and-bound node count and the wall-clock seconds.
+    branch-and-bound node count and the wall-clock seconds. With an integral objective
+    (`has_integral_objective`) the bound and objective are rounded (`integral_bounds`).
+    A `model.options` entry HiGHS refuses, or one naming threads or time_limit, gives
+    status error with a message naming it.
     """
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
