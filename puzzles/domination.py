@@ -24,17 +24,18 @@ attacked by a placed piece in the independent variant); for boards of at most 36
 
 Measured (issue 6, benchmarks/README.md): HiGHS with one thread proves knights n×n for
 n = 1..16 (A006075) in 494 s in all, 16×16 (40) in 281 s; its own symmetry detection
-(2 generators of the square's 8 symmetries) is on by default and served best.
+(2 generators of the square's 8 symmetries) is on by default; nothing tried did better.
 
 Roads not taken: symmetry-breaking rows (`symmetry_rows`: half-counts under the
 reflections, the diagonal under the transpose; measured no faster than HiGHS's own
 detection on knights 12..14, kept behind `model(p, symmetry=True)`); starting from
-`greedy_start` by default (16 knights on 8×8, 48 on 16×16: HiGHS finds better at once,
-and even the proven optimum as a start did not speed the proof up: 13×13 took 3.3 times
-as long); local cover cuts Σ_{s covers some t∈R} x_s >= γ(R) for 3×3 blocks, corner
-blocks and edge strips R (the LP bound stayed 21.42 on 12×12 and 28.92 on 14×14: the
-gap is global, not local); the piece's graph with blocking (sliding pieces stopped by
-other pieces), which the literature does not use.
+`greedy_start` by default (16 knights on 8×8, 48 on 16×16; it cut 12×12 from 123 nodes
+to 9 but left 13 and 14 unchanged, and the proven optimum as a start cut 14×14 from
+5,577 nodes to 468 but made 13×13 need 253 instead of 5: too erratic to choose on);
+local cover cuts Σ_{s covers some t∈R} x_s >= γ(R) for 3×3 blocks, corner blocks and
+edge strips R (the LP bound stayed 21.42 on 12×12 and 28.92 on 14×14: the gap is global,
+not local); the piece's graph with blocking (sliding pieces stopped by other pieces),
+which the literature does not use.
 """
 
 import math
