@@ -22,11 +22,23 @@ Second method: `exhaustive(p)`, iterative deepening over the number of pieces th
 branches on the squares covering the first square left uncovered (skipping squares
 attacked by a placed piece in the independent variant); for boards of at most 36 squares.
 
-Roads not taken: symmetry breaking over the board's 8 (square) or 4 symmetries in the
-MIP (issue 6); the piece's graph with blocking (sliding pieces stopped by other pieces),
+Measured (issue 6, benchmarks/README.md): HiGHS with one thread proves knights n×n for
+n = 1..16 (A006075) in 494 s in all, 16×16 (40) in 281 s; its own symmetry detection
+(2 generators of the square's 8 symmetries) is on by default; nothing tried did better.
+
+Roads not taken: symmetry-breaking rows (`symmetry_rows`: half-counts under the
+reflections, the diagonal under the transpose; measured no faster than HiGHS's own
+detection on knights 12..14, kept behind `model(p, symmetry=True)`); starting from
+`greedy_start` by default (16 knights on 8×8, 48 on 16×16; it cut 12×12 from 123 nodes
+to 9 but left 13 and 14 unchanged, and the proven optimum as a start cut 14×14 from
+5,577 nodes to 468 but made 13×13 need 253 instead of 5: too erratic to choose on);
+local cover cuts Σ_{s covers some t∈R} x_s >= γ(R) for 3×3 blocks, corner blocks and
+edge strips R (the LP bound stayed 21.42 on 12×12 and 28.92 on 14×14: the gap is global,
+not local); the piece's graph with blocking (sliding pieces stopped by other pieces),
 which the literature does not use.
 """
 
+import math
 from functools import lru_cache
 from typing import Literal
 
@@ -116,8 +128,11 @@ def coverers(p: Params) -> list[list[int]]:
     return [sorted(table[t] | ({t} if own else set())) for t in range(p.rows * p.cols)]
 
 
-def model(p: Params) -> MipModel:
-    """The set-cover MIP of the module docstring; column s is square s."""
+def model(p: Params, *, start: bool = False, symmetry: bool = False) -> MipModel:
+    """The set-cover MIP of the module docstring; column s is square s. `start` hands
+    HiGHS the greedy cover of `greedy_start` (checked by `verify`), `symmetry` adds the
+    rows of `symmetry_rows`; both are off by default because neither made knights faster
+    (benchmarks/README.md): HiGHS's own symmetry detection serves better."""
     m = MipModel([], [], [], [])
     m.add_columns(p.rows * p.cols, 1.0, 0.0, 1.0, True)
     for cover in coverers(p):
@@ -127,7 +142,79 @@ def model(p: Params) -> MipModel:
             for t in sorted(hit):
                 if s < t:
                     m.add_row([s, t], [1.0, 1.0], 0.0, 1.0)
+    if symmetry:
+        for more, fewer in symmetry_rows(p.rows, p.cols):
+            m.add_row(more + fewer, [1.0] * len(more) + [-1.0] * len(fewer), 0.0, math.inf)
+    if start and p.variant == "dominating":
+        placed = greedy_start(p)
+        if symmetry:  # HiGHS silently drops a start that breaks a row
+            placed = symmetric_image(p.rows, p.cols, placed)
+        verify(p, placed)  # a wrong start must never reach the solver
+        placed = set(placed)
+        m.start = [1.0 if s in placed else 0.0 for s in range(p.rows * p.cols)]
     return m
+
+
+def greedy_start(p: Params) -> Solution:
+    """A dominating set (any variant's covering rule; not checked for independence): put
+    a piece on the square that covers most uncovered squares (lowest index on ties) until
+    all are covered, then lift, from the last placed, every piece whose squares are all
+    covered twice. Knights: 16 on 8×8, 28 on 12×12, 48 on 16×16 (optima 12, 24, 40)."""
+    cover = coverers(p)
+    covers = [set() for _ in cover]  # covers[s]: the squares a piece on s covers
+    for t, sources in enumerate(cover):
+        for s in sources:
+            covers[s].add(t)
+    uncovered, placed = set(range(len(cover))), []
+    while uncovered:
+        s = max(range(len(covers)), key=lambda s: (len(covers[s] & uncovered), -s))
+        if not covers[s] & uncovered:
+            raise ValueError("some square has nothing that covers it")
+        placed.append(s)
+        uncovered -= covers[s]
+    times = [0] * len(cover)
+    for s in placed:
+        for t in covers[s]:
+            times[t] += 1
+    for s in reversed(list(placed)):
+        if all(times[t] >= 2 for t in covers[s]):
+            placed.remove(s)
+            for t in covers[s]:
+                times[t] -= 1
+    return tuple(sorted(placed))
+
+
+def symmetry_rows(rows: int, cols: int) -> list[tuple[list[int], list[int]]]:
+    """Symmetry-breaking rows as pairs (more, fewer): Σ x over `more` >= Σ x over `fewer`.
+    The top half of the board holds at least as many pieces as the bottom half, the left
+    half as the right; on a square board also the squares above the diagonal as those
+    below. Every solution has an image satisfying them all (mirror left-right, then
+    top-bottom if needed, then transpose if needed: the transpose carries the halves onto
+    each other), so the optimum is unchanged."""
+    squares = [(r, c) for r in range(rows) for c in range(cols)]
+    pick = lambda keep: [r * cols + c for r, c in squares if keep(r, c)]  # noqa: E731
+    found = [
+        (pick(lambda r, c: r < rows // 2), pick(lambda r, c: r >= rows - rows // 2)),
+        (pick(lambda r, c: c < cols // 2), pick(lambda r, c: c >= cols - cols // 2)),
+    ]
+    if rows == cols:
+        found.append((pick(lambda r, c: r < c), pick(lambda r, c: r > c)))
+    return found
+
+
+def symmetric_image(rows: int, cols: int, placed: Solution) -> Solution:
+    """The image of `placed` under the board symmetry that makes it satisfy every row of
+    `symmetry_rows(rows, cols)`: mirrored left-right, then top-bottom, when the second
+    half holds more pieces, then transposed (square boards) when more lie below the
+    diagonal than above."""
+    cells = [divmod(s, cols) for s in placed]
+    if sum(c < cols // 2 for _, c in cells) < sum(c >= cols - cols // 2 for _, c in cells):
+        cells = [(r, cols - 1 - c) for r, c in cells]
+    if sum(r < rows // 2 for r, _ in cells) < sum(r >= rows - rows // 2 for r, _ in cells):
+        cells = [(rows - 1 - r, c) for r, c in cells]
+    if rows == cols and sum(r < c for r, c in cells) < sum(r > c for r, c in cells):
+        cells = [(c, r) for r, c in cells]
+    return tuple(sorted(r * cols + c for r, c in cells))
 
 
 def from_mip(p: Params, x: list[float]) -> Solution:

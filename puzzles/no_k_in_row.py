@@ -18,6 +18,11 @@ Sub-box cuts: for every strict sub-box B whose optimum h(B) is proven (`SUBBOX_O
 Σ_{cell∈B} x >= h(B), valid since B's windows are windows of the box. The LP alone is
 weak (x = 1/k everywhere gives cells/k: 50.4 on 6×7×6); with the 5×5×5, 5×5×6 and
 5×5×7 cuts HiGHS reaches a dual bound of 55 on 6×7×6 within 60 s, against 53 without.
+Start: `model` hands HiGHS the best periodic removal pattern (`start_solution`: remove
+the cells with a·x ≡ c mod k, repaired greedily where a window is missed, pruned, and
+checked by `verify`): optimal at once on 2-D boards with k = 5 (6×7 → 8, 13×17 → 44),
+68 on 6×7×6, where `start_solution(p, SEARCH_MOVES)` (a seeded local search, 5-27 s)
+reaches the seed's 64 deterministically; HiGHS alone held 65 after 60 s.
 
 Symmetry: permuting the axes of a box, or dropping a side of length 1 (no window of
 k >= 2 runs along it), gives the same windows, so `canonical(p)` sorts the sides of
@@ -25,15 +30,20 @@ length >= 2 increasingly (7×6 and 6×7, 1×7 and 7 are one instance each).
 Second method: `exhaustive(p)`, iterative deepening over removal budgets that branches on
 the cells of the first window left whole; for boxes of at most 24 cells.
 
-Roads not taken: clique or lifted cuts on overlapping windows, symmetry breaking and
-periodic starting patterns (issue 6); 2-D sub-box cuts (in 2-D, cells/k already lies
-within one of the optimum, so they cut nothing off).
+Roads not taken: symmetry-breaking rows by default (`symmetry_rows`: half-counts under
+each reflection, a diagonal under the swap of equal sides; measured on 6×7×6 they leave
+the 60 s bound at 55, as HiGHS's own symmetry detection does, and cost nodes; kept behind
+`model(p, symmetry=True)`); the local-search start by default (seconds on every 3-D
+model, in sweeps outside the time limit, for no better bound at 60 s); clique or lifted
+cuts on overlapping windows; 2-D sub-box cuts (in 2-D, cells/k already lies within one
+of the optimum, so they cut nothing off).
 """
 
 import itertools
 import math
 from functools import lru_cache
 
+import numpy as np
 from pydantic import field_validator, model_validator
 
 from puzzlesweep.core import InvalidSolution
@@ -148,8 +158,12 @@ def windows(dims: tuple[int, ...], k: int) -> tuple[Window, ...]:
     return tuple(found)
 
 
-def model(p: Params) -> MipModel:
-    """The hitting-set MIP of the module docstring; column i is cell i."""
+def model(p: Params, *, start: bool = True, moves: int = 0, symmetry: bool = False) -> MipModel:
+    """The hitting-set MIP of the module docstring; column i is cell i. With `start`, the
+    incumbent of `start_solution(p, moves)` (checked by `verify`) is handed to HiGHS
+    (none beyond START_MAX_CELLS cells); with `symmetry`, the rows of `symmetry_rows` are
+    added (off by default: measured, HiGHS's own symmetry handling serves as well; see
+    benchmarks/README.md)."""
     cells = math.prod(p.dims)
     m = MipModel([], [], [], [])
     m.add_columns(cells, 1.0, 0.0, 1.0, True)
@@ -157,6 +171,17 @@ def model(p: Params) -> MipModel:
         m.add_row(list(window), [1.0] * p.k, 1.0, math.inf)
     for cells_in_box, h in subbox_cuts(tuple(p.dims), p.k):
         m.add_row(cells_in_box, [1.0] * len(cells_in_box), h, math.inf)
+    if symmetry:
+        for more, fewer in symmetry_rows(tuple(p.dims)):
+            m.add_row(more + fewer, [1.0] * len(more) + [-1.0] * len(fewer), 0.0, math.inf)
+    if start and cells <= START_MAX_CELLS:
+        removed = start_solution(p, moves)
+        if symmetry:  # HiGHS silently drops a start that breaks a row
+            removed = symmetric_image(tuple(p.dims), removed)
+        verify(p, removed)  # a wrong start must never reach the solver
+        m.start = [0.0] * cells
+        for i in removed:
+            m.start[i] = 1.0
     return m
 
 
@@ -179,6 +204,169 @@ def subbox_cuts(dims: tuple[int, ...], k: int) -> list[tuple[list[int], int]]:
                 ]
                 cuts.append((cells, h))
     return cuts
+
+
+def _cell_windows(table: np.ndarray, cells: int) -> list[np.ndarray]:
+    """For each cell, the indices of the windows (rows of `table`, windows × k) through it."""
+    owners = np.repeat(np.arange(len(table)), table.shape[1])
+    order = np.argsort(table.ravel(), kind="stable")
+    bounds = np.searchsorted(table.ravel()[order], np.arange(cells + 1))
+    return [owners[order[a:b]] for a, b in itertools.pairwise(bounds)]
+
+
+class _Removal:
+    """A removal set being repaired: `removed` (a boolean per cell) and `hits` (removed
+    cells per window of `table`), kept consistent by `add` and `put_back`."""
+
+    def __init__(self, table: np.ndarray, through: list[np.ndarray], removed: np.ndarray):
+        self.table, self.through = table, through
+        self.removed = removed.copy()
+        self.hits = self.removed[table].sum(axis=1)
+
+    def add(self, cell: int) -> None:
+        """Remove the stone on `cell`."""
+        self.removed[cell] = True
+        self.hits[self.through[cell]] += 1
+
+    def put_back(self, cell: int) -> None:
+        """Put the stone on `cell` back."""
+        self.removed[cell] = False
+        self.hits[self.through[cell]] -= 1
+
+    def repair(self, whole: np.ndarray, rng=None, avoid=()) -> list[int]:
+        """Hit the windows `whole` (indices) greedily: remove the stone, among those of
+        the windows still whole, that lies in most of them (one of `avoid` only when a
+        window has no other; ties broken by `rng`, else the lowest index); returns the
+        cells removed."""
+        added = []
+        while len(whole := whole[self.hits[whole] == 0]):
+            cells, counts = np.unique(self.table[whole], return_counts=True)
+            score = counts.astype(float)
+            score[np.isin(cells, avoid)] = 0.0
+            if rng is not None:
+                score += 0.5 * rng.random(len(score))
+            added.append(int(cells[np.argmax(score)]))
+            self.add(added[-1])
+        return added
+
+    def prune(self, candidates, rng=None) -> None:
+        """Put back, in turn (shuffled by `rng`, else from the highest), every removed
+        stone of `candidates` whose windows are all hit twice."""
+        candidates = np.unique([c for c in candidates if self.removed[c]])
+        for cell in rng.permutation(candidates) if rng is not None else candidates[::-1]:
+            if (self.hits[self.through[cell]] >= 2).all():
+                self.put_back(int(cell))
+
+
+#: `start_solution` is skipped beyond this many cells (its greedy repair grows with the
+#: box). SEARCH_MOVES: the local search that takes 6×7×6 from 68 to 64 removals (the
+#: seed's incumbent) within its first 2,620 moves; 4,000 moves took 5-12 s on the shared
+#: 2-core machine, too long for every model, so `model` asks for none unless told.
+#: START_FORMS: at most this many linear forms are tried (there are (k-1)^(D-1)).
+START_MAX_CELLS, START_FORMS, SEARCH_MOVES = 5000, 64, 4000
+
+
+def start_solution(p: Params, moves: int = 0) -> Solution:
+    """A good removal set to start HiGHS from; always valid (it hits every window).
+
+    The periodic patterns: remove the cells x with a·x ≡ c (mod k), for every linear
+    form a with a_1 = 1 and 1 <= a_i < k (the first START_FORMS in lexicographic order)
+    and every residue c. Such a pattern hits the
+    window through x along v exactly when a·v ≢ 0 (mod k) (k prime), which holds for
+    every 2-D direction with k = 5 and a = (1, 2): cells/k removals, the optimum on 6×7
+    (8) and 13×17 (44). When some pattern hits every window, the smallest such (pruned)
+    is returned. Otherwise (every 3-D box with k = 5: a_1 ± a_3 or a_1 ± a_2 ± a_3
+    vanishes mod 5 for some direction; 2-D with k = 3) each pattern is repaired
+    greedily and pruned (`_Removal`), and the smallest kept: 68 on 6×7×6, 29 on 5×5×5
+    (optimum 28). Then `moves` moves of a seeded, deterministic local search
+    (`_local_search`); SEARCH_MOVES reach 64 on 6×7×6."""
+    dims, k = tuple(p.dims), p.k
+    table = np.array(windows(dims, k), dtype=np.int64)
+    cells = math.prod(dims)
+    through = _cell_windows(table, cells)
+    coords = np.array(list(itertools.product(*map(range, dims))), dtype=np.int64)
+    forms = itertools.islice(itertools.product(range(1, k), repeat=len(dims) - 1), START_FORMS)
+    patterns = [(coords @ np.array((1, *form))) % k == c for form in forms for c in range(k)]
+    hitting = [x for x in patterns if x[table].any(axis=1).all()]
+    best = None
+    for pattern in hitting or patterns:
+        state = _Removal(table, through, pattern)
+        state.repair(np.arange(len(table)))
+        state.prune(np.flatnonzero(state.removed))
+        if best is None or state.removed.sum() < best.removed.sum():
+            best = state
+    if moves:
+        _local_search(best, moves)
+    return tuple(int(i) for i in np.flatnonzero(best.removed))
+
+
+def _local_search(state: _Removal, moves: int, seed: int = 0) -> None:
+    """Improve `state` in place by `moves` moves of: put back two removed
+    stones (chosen by a generator seeded with `seed`), repair the windows they open
+    without them, prune the stones that share a window with the new removals; a move is
+    kept when it removes no more stones, undone otherwise. Ends on the best set seen."""
+    rng = np.random.default_rng(seed)
+    best = state.removed.copy()
+    for _ in range(moves):
+        if state.removed.sum() < 2:
+            break
+        before, hits, size = state.removed.copy(), state.hits.copy(), state.removed.sum()
+        back = rng.choice(np.flatnonzero(state.removed), size=2, replace=False)
+        for cell in back:
+            state.put_back(int(cell))
+        added = state.repair(np.concatenate([state.through[c] for c in back]), rng, back)
+        near = {int(c) for a in added for c in state.table[state.through[a]].ravel()}
+        state.prune(sorted(near - set(added)), rng)
+        if state.removed.sum() > size:
+            state.removed, state.hits = before, hits
+        elif state.removed.sum() < best.sum():
+            best = state.removed.copy()
+    state.removed = best
+    state.hits = best[state.table].sum(axis=1)
+
+
+def symmetry_rows(dims: tuple[int, ...]) -> list[tuple[list[int], list[int]]]:
+    """Symmetry-breaking rows as pairs (more, fewer): Σ x over `more` >= Σ x over `fewer`.
+
+    For each axis, the first half of the box (coordinate < side // 2) removes at least as
+    many stones as the mirror half; for the first pair of equal sides i < j, the cells
+    with x_i < x_j at least as many as those with x_i > x_j. Every solution has an image
+    under the box's reflections and that swap satisfying them all (reflect each axis
+    whose halves are the wrong way round, then swap axes i and j if the diagonal row asks:
+    the swap carries the halves of i and j onto each other), so the optimum is unchanged.
+    (With three equal sides, rows for every pair could form a cycle no image satisfies.)"""
+    coords = list(itertools.product(*map(range, dims)))
+    rows = []
+    for axis, side in enumerate(dims):
+        low = [i for i, x in enumerate(coords) if x[axis] < side // 2]
+        high = [i for i, x in enumerate(coords) if x[axis] >= side - side // 2]
+        rows.append((low, high))
+    pairs = [(i, j) for i, j in itertools.combinations(range(len(dims)), 2) if dims[i] == dims[j]]
+    for i, j in pairs[:1]:
+        rows.append(
+            (
+                [c for c, x in enumerate(coords) if x[i] < x[j]],
+                [c for c, x in enumerate(coords) if x[i] > x[j]],
+            )
+        )
+    return rows
+
+
+def symmetric_image(dims: tuple[int, ...], removed: Solution) -> Solution:
+    """The image of `removed` under the box symmetry that makes it satisfy every row of
+    `symmetry_rows(dims)`: each axis reflected when its high half holds more removed
+    cells, then the first pair of equal sides swapped when the diagonal row asks."""
+    coords = np.array(list(itertools.product(*map(range, dims))), dtype=np.int64)
+    mine = coords[list(removed)]
+    for axis, side in enumerate(dims):
+        if (mine[:, axis] < side // 2).sum() < (mine[:, axis] >= side - side // 2).sum():
+            mine[:, axis] = side - 1 - mine[:, axis]
+    pairs = [(i, j) for i, j in itertools.combinations(range(len(dims)), 2) if dims[i] == dims[j]]
+    for i, j in pairs[:1]:
+        if (mine[:, i] < mine[:, j]).sum() < (mine[:, i] > mine[:, j]).sum():
+            mine[:, [i, j]] = mine[:, [j, i]]
+    strides = np.array([math.prod(dims[a + 1 :]) for a in range(len(dims))], dtype=np.int64)
+    return tuple(sorted(int(i) for i in mine @ strides))
 
 
 def from_mip(p: Params, x: list[float]) -> Solution:

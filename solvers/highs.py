@@ -4,7 +4,10 @@ A `MipModel` is plain arrays: minimise c·x + offset subject to row_lower <= A x
 and lower <= x <= upper, with x integral where `integrality` says so; A is given row-wise
 (CSR). `solve(model, limits)` returns a `SolverResult`. HiGHS runs with one thread and its
 output switched off; a limit hit before the root node leaves objective, bound and gap
-infinite in HiGHS, which are returned as None (DESIGN.md, measured facts).
+infinite in HiGHS, which are returned as None (DESIGN.md, measured facts). When the
+model's optimum is an integer (`has_integral_objective`), the dual bound is rounded up
+and the objective to the integer it lies on, so a proven 4 is never reported as
+3.9999999999998583.
 """
 
 import math
@@ -48,6 +51,13 @@ class MipModel:
     m + 1 entries, col_index and values one per non-zero; row_lower and row_upper one per
     row (m). Use math.inf for a missing bound. `offset` is added to the objective.
     `start` is an optional full incumbent (n values) handed to HiGHS as a warm start.
+    `integral_objective` says that the optimum value is an integer (True), that it may
+    not be (False), or asks `solve` to detect it from the costs
+    (None, the default: integral costs on integer columns, zero costs elsewhere and an
+    integral offset); when it holds, the dual bound is rounded up and the objective to
+    the nearest integer (`integral_bounds`). `options` are HiGHS options set after
+    `solve`'s own (for benchmarks: {"mip_detect_symmetry": False}); `threads` and
+    `time_limit` come from the limits and cannot be set here.
     """
 
     costs: list[float]
@@ -61,6 +71,8 @@ class MipModel:
     row_upper: list[float] = field(default_factory=list)
     offset: float = 0.0
     start: list[float] | None = None
+    integral_objective: bool | None = None
+    options: dict[str, bool | int | float | str] = field(default_factory=dict)
 
     @property
     def num_cols(self) -> int:
@@ -90,6 +102,7 @@ class MipModel:
         return first
 
 
+_OK = highspy.HighsStatus.kOk
 _STATUS = {
     highspy.HighsModelStatus.kOptimal: "optimal",
     highspy.HighsModelStatus.kInfeasible: "infeasible",
@@ -104,12 +117,41 @@ def _finite(value: float) -> float | None:
     return float(value) if math.isfinite(value) and abs(value) < 1e30 else None
 
 
+def has_integral_objective(model: MipModel) -> bool:
+    """Is every feasible objective value an integer? `model.integral_objective` when set,
+    else detected: integral costs on integer columns, zero costs on continuous ones and an
+    integral offset."""
+    if model.integral_objective is not None:
+        return model.integral_objective
+    return float(model.offset).is_integer() and all(
+        float(c).is_integer() if integral else c == 0
+        for c, integral in zip(model.costs, model.integral, strict=True)
+    )
+
+
+def integral_bounds(
+    objective: float | None, bound: float | None, tolerance: float = 1e-6
+) -> tuple[float | None, float | None]:
+    """(objective, bound) for a minimisation whose values are integers: the bound rounded
+    up, ceil(bound - tolerance) (HiGHS reports 3.9999999999998583 for a proven 4), and the
+    objective rounded to the nearest integer when it lies within `tolerance` of one
+    (left as it is otherwise). None stays None."""
+    if bound is not None:
+        bound = float(math.ceil(bound - tolerance))
+    if objective is not None and abs(objective - round(objective)) <= tolerance:
+        objective = float(round(objective))
+    return objective, bound
+
+
 def solve(model: MipModel, limits: Limits) -> SolverResult:
     """Solve `model` with HiGHS under `limits`; never raises for a solver failure.
 
     Returns status optimal | infeasible | time_limit | node_limit | error, the incumbent's
     objective and its column values (list of n floats), the dual bound, the gap, the
-    branch-and-bound node count and the wall-clock seconds.
+    branch-and-bound node count and the wall-clock seconds. With an integral objective
+    (`has_integral_objective`) the bound and objective are rounded (`integral_bounds`).
+    A `model.options` entry HiGHS refuses, or one naming threads or time_limit, gives
+    status error with a message naming it.
     """
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
@@ -118,6 +160,10 @@ def solve(model: MipModel, limits: Limits) -> SolverResult:
     h.setOptionValue("mip_rel_gap", 0.0)
     if limits.node_limit is not None:
         h.setOptionValue("mip_max_nodes", int(limits.node_limit))
+    for name, value in model.options.items():
+        if name in ("threads", "time_limit") or h.setOptionValue(name, value) != _OK:
+            message = f"HiGHS option {name}={value!r} refused"
+            return SolverResult("error", message=message, solver="highs", solver_version=VERSION)
     lp = highspy.HighsLp()
     lp.num_col_ = model.num_cols
     lp.num_row_ = model.num_rows
@@ -153,6 +199,10 @@ def solve(model: MipModel, limits: Limits) -> SolverResult:
         bound = objective if bound is None else bound
     if status == "infeasible":
         objective = bound = None
+    if has_integral_objective(model):
+        objective, bound = integral_bounds(objective, bound)
+        if objective is not None and bound is not None and bound > objective:
+            bound = objective  # a bound within tolerance above the incumbent
     solution = list(h.getSolution().col_value) if has_incumbent else None
     message = (
         None if status != "error" else f"HiGHS model status {h.modelStatusToString(model_status)}"

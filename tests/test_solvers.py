@@ -48,6 +48,25 @@ def test_highs_time_limit_keeps_incumbent_and_bound():
     assert result.objective is not None and 54 <= result.objective <= 70
     assert 50 <= result.bound <= result.objective
     assert result.seconds < 3 + 1.0
+    # Unit costs on binaries: the bound is rounded up to an integer (51, not 50.4).
+    assert result.bound == math.ceil(result.bound) and result.objective.is_integer()
+
+
+def test_integral_objectives_round_their_bound_up():
+    # HiGHS reported 3.9999999999998583 as the proven bound of a 4 (issue 6).
+    assert highs.integral_bounds(4.000000000001, 3.9999999999998583) == (4.0, 4.0)
+    assert highs.integral_bounds(64.0, 54.2) == (64.0, 55.0)
+    assert highs.integral_bounds(None, None) == (None, None)
+    assert highs.integral_bounds(4.5, 3.2) == (4.5, 4.0)  # an objective off the integers stays
+    m = knapsack()
+    assert highs.has_integral_objective(m)
+    m.costs[0] = -5.5
+    assert not highs.has_integral_objective(m)
+    m.integral_objective = True  # the model's own word wins over the detection
+    assert highs.has_integral_objective(m)
+    m = knapsack()
+    m.add_columns(1, 1.0, 0.0, 1.0, False)  # a cost on a continuous column
+    assert not highs.has_integral_objective(m)
 
 
 def diamond(minimise: bool) -> backtrack.SearchProblem:
