@@ -46,11 +46,12 @@ transposition table with move ordering (issue 6); counting positions up to symme
 from functools import lru_cache
 from typing import Literal, NamedTuple
 
+import numpy as np
 from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from puzzlesweep.core import InvalidSolution
 from puzzlesweep.core import Params as _Params
-from puzzlesweep.solvers.backtrack import SearchProblem
+from puzzlesweep.solvers.frontier import LayeredProblem, reduce
 
 NAME = "peg_solitaire"
 SOLVERS = ("backtrack",)
@@ -193,97 +194,234 @@ def from_canonical(p: Params, solution: Solution) -> Solution:
     return jumps(solution)
 
 
-def _board_maps(perms: tuple[tuple[int, ...], ...], size: int) -> list[list[list[int]]]:
-    """Byte lookup tables: maps[g][chunk][byte] is the image of that byte's pegs under g."""
-    maps = []
-    for perm in perms:
-        chunks = []
-        for chunk in range((size + 7) // 8):
-            table = []
-            for byte in range(256):
-                image = 0
-                for bit in range(8):
-                    hole = chunk * 8 + bit
-                    if byte >> bit & 1 and hole < size:
-                        image |= 1 << perm[hole]
-                table.append(image)
-            chunks.append(table)
-        maps.append(chunks)
-    return maps
+NONE = 63  # the `last` of a state whose moving peg cannot jump on (or of a start)
 
 
-@lru_cache(maxsize=16)
-def _ordered_jumps(side: int) -> tuple[Jump, ...]:
-    """The jump rules in the order the depth-first search tries them: first jumps that do
-    not land in a corner, and among those jumps that start on the edge of the board
-    (G. I. Bell's rule of thumb, "don't jump into a corner or out of the center",
-    recmath.org/pegsolitaire). Measured: T_8 from holes 1, 2, 4, 5 all solved within 3 s
-    (hole 4 hit a 20 s limit in row order)."""
+class _Bitboard(NamedTuple):
+    """numpy rule tables of one board and symmetry group, for whole layers at once.
+
+    fot[r], fo[r]: the bits of jump r's from+over+to and from+over holes (uint64);
+    frm[r], to[r]: its from and to holes. over[d][h], beyond[d][h]: the bits of the hole
+    next to h and the one after it in direction d (0 when off the board); perms[g][h]:
+    symmetry g on holes, NONE fixed (uint8, 64 entries); maps[g][k][half]: the image
+    under g of the pegs in the k-th 16 bits of a board (uint64, 65536 entries)."""
+
+    fot: np.ndarray
+    fo: np.ndarray
+    frm: np.ndarray
+    to: np.ndarray
+    over: np.ndarray
+    beyond: np.ndarray
+    perms: np.ndarray
+    maps: np.ndarray
+
+
+@lru_cache(maxsize=32)
+def _bitboard(side: int, group: tuple[tuple[int, ...], ...]) -> _Bitboard:
+    """The tables for T_side (side <= 8: a board fits 36 bits) under `group`."""
+    size = holes(side)
+    if size > 58 - 6:
+        raise ValueError(f"side {side} is too large for the 64-bit layered search")
     places, jumps = geometry(side)
-
-    def edge(hole: int) -> bool:
-        r, c = places[hole]
-        return r == side - 1 or c in (0, r)
-
-    corners = {0, holes(side) - side, holes(side) - 1}
-    return tuple(sorted(jumps, key=lambda j: (j[2] in corners, not edge(j[0]))))
-
-
-def search(p: Params) -> SearchProblem:
-    """The search for `p.question`; symmetric images share keys under the symmetries
-    that fix the finish hole (all 6 when the finish is `any`)."""
-    size = holes(p.side)
-    jumps = _ordered_jumps(p.side)
-    target = p.finish_hole
-    perms = tuple(g for g in symmetries(p.side) if target is None or g[target] == target)
-    maps = _board_maps(perms, size)
-    chunks = range((size + 7) // 8)
-
-    def image(board: int, g: int) -> int:
-        return sum(maps[g][k][board >> (8 * k) & 255] for k in chunks)
-
-    def solved(board: int) -> bool:
-        return board.bit_count() == 1 and (target is None or board == 1 << target)
-
-    def legal(board: int):
-        for f, o, t in jumps:
-            if board >> f & 1 and board >> o & 1 and not board >> t & 1:
-                yield (f, o, t), board ^ (1 << f | 1 << o | 1 << t)
-
-    root = ((1 << size) - 1) ^ (1 << (p.start - 1))
-    if p.question == "reachable":  # exact positions, so the layer counts are exact
-        return SearchProblem(
-            root=root,
-            children=lambda board: ((j, b, 1) for j, b in legal(board)),
-            is_goal=solved,
-            layers=True,
-        )
-    if p.question == "solve":
-        return SearchProblem(
-            root=root,
-            children=lambda board: ((j, b, 0) for j, b in legal(board)),
-            is_goal=solved,
-            key=lambda board: min(image(board, g) for g in range(len(perms))),
-            goal_objective=1.0,
-        )
-    return SearchProblem(
-        root=(root, -1),
-        children=lambda s: ((j, (b, j[2]), 0 if j[0] == s[1] else 1) for j, b in legal(s[0])),
-        is_goal=lambda s: solved(s[0]),
-        key=lambda s: min(
-            (image(s[0], g), perms[g][s[1]] if s[1] >= 0 else -1) for g in range(len(perms))
-        ),
-        minimise=True,
+    index = {rc: i for i, rc in enumerate(places)}
+    bit = [np.uint64(1 << h) for h in range(size)]
+    over = np.zeros((6, 64), np.uint64)
+    beyond = np.zeros((6, 64), np.uint64)
+    for d, (dr, dc) in enumerate(DIRECTIONS):
+        for h, (r, c) in enumerate(places):
+            o, t = index.get((r + dr, c + dc)), index.get((r + 2 * dr, c + 2 * dc))
+            if t is not None:
+                over[d, h], beyond[d, h] = bit[o], bit[t]
+    perms = np.full((len(group), 64), NONE, np.uint8)
+    maps = np.zeros((len(group), (size + 15) // 16, 1 << 16), np.uint64)
+    values = np.arange(1 << 16, dtype=np.uint64)
+    for g, perm in enumerate(group):
+        perms[g, :size] = perm
+        for k in range((size + 15) // 16):
+            for b in range(16):
+                if 16 * k + b < size:
+                    maps[g, k] |= ((values >> np.uint64(b)) & np.uint64(1)) << np.uint64(
+                        perm[16 * k + b]
+                    )
+    return _Bitboard(
+        fot=np.array([(1 << f) | (1 << o) | (1 << t) for f, o, t in jumps], np.uint64),
+        fo=np.array([(1 << f) | (1 << o) for f, o, _ in jumps], np.uint64),
+        frm=np.array([f for f, _, _ in jumps], np.uint8),
+        to=np.array([t for _, _, t in jumps], np.uint8),
+        over=over,
+        beyond=beyond,
+        perms=perms,
+        maps=maps,
     )
 
 
+def _keys(tb: _Bitboard, boards: np.ndarray, lasts: np.ndarray | None) -> np.ndarray:
+    """The canonical key of every state: the least, over the group, of the image of
+    board << 6 | last (or of the board alone when `lasts` is None), 16 bits at a time."""
+    parts = [
+        ((boards >> np.uint64(16 * k)) & np.uint64(0xFFFF)).astype(np.intp)
+        for k in range(tb.maps.shape[1])
+    ]
+    best = None
+    for g in range(len(tb.perms)):
+        key = tb.maps[g, 0][parts[0]]
+        for k in range(1, len(parts)):
+            key |= tb.maps[g, k][parts[k]]
+        if lasts is not None:
+            key = key << np.uint64(6) | tb.perms[g][lasts].astype(np.uint64)
+        best = key if best is None else np.minimum(best, key, out=best)
+    return best
+
+
+def _moving(tb: _Bitboard, boards: np.ndarray, last: int) -> np.ndarray:
+    """`last` where that peg can jump again on each board, else NONE (uint8): a peg that
+    cannot continue its move gives the state the future of a fresh start (fewer
+    states)."""
+    can = np.zeros(len(boards), bool)
+    for d in range(6):
+        o, t = tb.over[d][last], tb.beyond[d][last]
+        if t:
+            can |= (boards & o != 0) & (boards & t == 0)
+    return np.where(can, np.uint8(last), np.uint8(NONE))
+
+
+def _children(tb: _Bitboard, keys: np.ndarray, costs: np.ndarray, moves: bool, dominance: int):
+    """Every jump from every state of a layer: (canonical child keys, costs); with
+    `moves`, a key carries the last peg moved and a jump by another peg costs 1."""
+    boards = keys >> np.uint64(6) if moves else keys
+    parts, lasts, paid = [], [], []
+    for r in range(len(tb.fot)):
+        hit = np.flatnonzero(boards & tb.fot[r] == tb.fo[r])
+        child = boards[hit] ^ tb.fot[r]
+        parts.append(child)
+        if moves:
+            lasts.append(_moving(tb, child, int(tb.to[r])))
+            last = (keys[hit] & np.uint64(63)).astype(np.uint8)
+            paid.append(costs[hit] + (last != tb.frm[r]))
+        else:
+            paid.append(costs[hit])
+    boards = np.concatenate(parts)
+    if not moves:  # exact duplicates first: half the children, canonicalised once
+        boards, paid = reduce(boards, np.concatenate(paid))
+        return _keys(tb, boards, None), paid
+    boards = boards << np.uint64(6) | np.concatenate(lasts).astype(np.uint64)
+    boards, paid = reduce(boards, np.concatenate(paid).astype(np.uint8), dominance, 1)
+    last = (boards & np.uint64(63)).astype(np.uint8)
+    return _keys(tb, boards >> np.uint64(6), last), paid
+
+
+def _corners(side: int) -> int:
+    """The bits of the three corner holes."""
+    return 1 | 1 << (holes(side) - side) | 1 << (holes(side) - 1)
+
+
+def _corner_bound(side: int, finish: int | None, moves: bool):
+    """A lower bound on the moves still needed: a peg in a corner can never be jumped
+    over, so each must move, except the last peg if it may end there; the peg that
+    just moved continues for free. Vectorised over keys (board << 6 | last)."""
+    corners = np.uint64(_corners(side))
+    free = 0 if finish is not None and not _corners(side) >> finish & 1 else 1
+    corner_bits = [np.uint64(b) for b in (0, holes(side) - side, holes(side) - 1)]
+
+    def bound(keys: np.ndarray) -> np.ndarray:
+        boards = keys >> np.uint64(6) if moves else keys
+        count = sum(((boards >> b) & np.uint64(1)).astype(np.int16) for b in corner_bits)
+        last = (keys & np.uint64(63)).astype(np.int64)
+        moving = (np.uint64(1) << last.astype(np.uint64)) & corners != 0
+        moving &= last != NONE
+        return np.maximum(count - free - moving, 0).astype(np.int16)
+
+    return bound
+
+
+def layered(
+    side: int,
+    starts: list[int],
+    finish: int | None,
+    question: str,
+    symmetry: bool = True,
+    prune: bool = True,
+    beam: int | None = 5000,
+) -> LayeredProblem:
+    """The layered search for T_side from every 0-based hole in `starts` at once, the
+    last peg on `finish` (0-based) or anywhere. question: `min_moves` (states are
+    (board, last peg moved)), `solve` or `reachable` (boards). symmetry: identify
+    states under the symmetries that fix the finish hole (not for `reachable`, which
+    counts exact positions). prune: for `min_moves`, keep per board only the states of
+    least moves, cut with the corner bound and a beam incumbent of width `beam`.
+    Raises ValueError for side > 8."""
+    size = holes(side)
+    group = symmetries(side) if symmetry and question != "reachable" else symmetries(side)[:1]
+    group = tuple(g for g in group if finish is None or g[finish] == finish)
+    tb = _bitboard(side, group)
+    moves = question == "min_moves"
+    full = (1 << size) - 1
+    boards = np.array([full ^ (1 << s) for s in starts], np.uint64)
+    roots = _keys(tb, boards, np.full(len(starts), NONE, np.uint8) if moves else None)
+    _, jumps = geometry(side)
+
+    def is_goal(keys: np.ndarray) -> np.ndarray:
+        if finish is None:
+            return np.ones(len(keys), bool)
+        return (keys >> np.uint64(6) if moves else keys) == np.uint64(1 << finish)
+
+    def key(board: int, last: int) -> int:
+        b = np.array([board], np.uint64)
+        return int(_keys(tb, b, np.array([last], np.uint8) if moves else None)[0])
+
+    def parents(state):
+        board, last = state if moves else (state, NONE)
+        for f, o, t in jumps:
+            if not board >> t & 1 or board >> f & 1 or board >> o & 1:
+                continue
+            if moves and int(_moving(tb, np.array([board], np.uint64), t)[0]) != last:
+                continue
+            before = board ^ (1 << f | 1 << o | 1 << t)
+            if not moves:
+                yield (f, o, t), before, key(before, NONE), 0
+                continue
+            yield (f, o, t), (before, f), key(before, f), 0
+            for other in [NONE, *(h for h in range(size) if before >> h & 1 and h != f)]:
+                mover = other
+                if other != NONE:
+                    mover = int(_moving(tb, np.array([before], np.uint64), other)[0])
+                yield (f, o, t), (before, mover), key(before, mover), 1
+
+    return LayeredProblem(
+        roots=roots,
+        expand=lambda keys, costs: _children(tb, keys, costs, moves, 6 if prune else 0),
+        depth=size - 2,
+        is_goal=is_goal,
+        parents=parents,
+        state_of=(lambda k: (k >> 6, k & 63)) if moves else (lambda k: k),
+        minimise=moves,
+        goal_objective=1.0,
+        all_goals=question == "reachable",
+        group_shift=6 if moves and prune else 0,
+        lower_bound=_corner_bound(side, finish, moves) if moves and prune else None,
+        beam=beam if question != "reachable" and (prune or not moves) else None,
+    )
+
+
+def search(p: Params) -> LayeredProblem:
+    """The layered search for `p` from its start hole (see `layered`)."""
+    return layered(p.side, [p.start - 1], p.finish_hole, p.question)
+
+
 def from_search(p: Params, raw) -> Solution:
-    """The family solution from the search engine's raw answer: the jump list, or for
-    `reachable` the engine's {"layers", "goals"} as a `Reachable`."""
-    if p.question != "reachable":
-        return tuple(raw)
-    finishes = sorted((board.bit_length() - 1, tuple(path)) for board, path in raw["goals"])
-    return Reachable(tuple(raw["layers"]), tuple(finishes))
+    """The family solution from the engine's raw answer: the jump list, carried by the
+    symmetry that takes its start to `p.start` (the search identifies symmetric states,
+    so its path may start from an image); for `reachable`, the engine's
+    {"layers", "goals"} as a `Reachable`."""
+    if p.question == "reachable":
+        finishes = sorted((board.bit_length() - 1, tuple(path)) for board, path in raw["goals"])
+        return Reachable(tuple(raw["layers"]), tuple(finishes))
+    path = tuple(raw)
+    target = p.finish_hole
+    for g in symmetries(p.side):
+        if path and g[path[0][2]] == p.start - 1 and (target is None or g[target] == target):
+            return tuple((g[f], g[o], g[t]) for f, o, t in path)
+    return path
 
 
 def exhaustive(p: Params) -> tuple[float | None, Solution | None]:
