@@ -2,7 +2,9 @@
 
 Source: seed `003_f55d0c0b3991d583.txt` (T_5, 15 holes, 36 jump rules, backtracking with
 pruning of dead positions and their symmetric images; 13 jumps to one peg); fewest moves
-over all one-vacancy starts and finishes, OEIS A127500: T_4 → 5, T_5 → 9.
+over all one-vacancy starts and finishes, OEIS A127500: T_4 → 5, T_5 → 9, T_6 → 9,
+T_7 → 12, T_8 → 13 (G. I. Bell, "Solving Triangular Peg Solitaire", JIS 11 (2008)
+08.4.8, arXiv math/0703865).
 
 Vocabulary:
 - hole: numbered 1..T(n), T(n) = n(n+1)/2, row by row from the apex (the seed's layout:
@@ -23,24 +25,45 @@ Vocabulary:
   since recounting them is the enumeration itself.
 
 Questions (`question`, given as `objective` on the command line and in specs, since the
-catalog's `objective` column holds the answer): `solve` finds a way to one peg (objective
-= pegs left, 1) by depth-first backtracking; `min_moves` finds the fewest moves
-(objective = moves) by uniform-cost search over (board, last peg moved), where a jump by
-the peg that just moved costs 0 and any other jump 1; `reachable` enumerates every
-position breadth-first (objective = the number of finishing holes).
+catalog's `objective` column holds the answer), all answered by one layered search
+(`layered`, run by `solvers/frontier.py`): every jump removes a peg, so the positions
+after j jumps form layer j, and a whole layer is a numpy array of integer keys. `solve`
+finds a way to one peg (objective = pegs left, 1): a beam pass of 5000 states per layer
+first, then, if it fails, every position; `min_moves` finds the fewest moves
+(objective = moves): a dynamic programme over (board, hole the last jump landed on) →
+least moves so far, where a jump from that hole costs 0 and any other jump 1;
+`reachable` enumerates every exact position (objective = the number of finishing holes).
+
+Bitboards and keys: a board is a uint64 (T_8 has 36 holes); a `min_moves` key is
+board << 6 | last, where last is NONE (63) when the peg that moved cannot jump on (its
+future is then that of a fresh start). Children come a jump rule at a time by mask tests
+(from and over full, to empty: board & fot == fo; child = board ^ fot), then exact
+duplicates go (one sort), then every key becomes its least image under the symmetries
+that fix the finish hole (16-bit lookup tables), then a sort keeps the least moves per
+key: the transposition table, one layer at a time. Dominance: per board only the
+states of least moves are kept (one extra move buys any last peg). Pruning: the beam
+pass gives an incumbent; the full pass cuts states whose moves plus the corner bound
+(a corner peg can never be jumped over, so it must move) reach it, so it only has to
+prove that nothing cheaper exists. Witnesses are found backwards, layer by layer.
 
 Symmetry: `canonical(p)` maps the start hole (and a finish hole) to the least image
 under the 6 symmetries; a finish hole equal to the start becomes `start`.
-Second method: `exhaustive(p)`, a layered enumeration of exact positions (no symmetry,
-no pruning) that answers all three questions; for small boards (side <= 6).
+Second method: `exhaustive(p)`, a layered enumeration of exact positions in plain
+Python dicts (no symmetry, no pruning, no numpy) that answers all three questions; for
+small boards (side <= 6).
 
-Measured (this 2-core machine, `puzzlesweep solve peg_solitaire side=S start=1 ...`):
-see README.md, "Peg solitaire sizes".
+Measured (this 2-core machine, shared, `benchmarks/peg_bench.py` and README.md, "Peg
+solitaire sizes"): fewest moves over all starts (OEIS A127500) T_4, T_5, T_6 = 5, 9, 9
+in about a second together; T_7 = 12 in about 500 s and 1.4 GB; T_7 `solve` from holes
+1 and 5 is infeasible (about 20-30 s each); T_8 `solve` within 2 s from every start tried.
 
 Roads not taken: a MIP over time-indexed jumps as the second method (the enumeration is
-simpler and also answers `reachable`); bitboard jump generation by shifts and a
-transposition table with move ordering (issue 6); counting positions up to symmetry in
-`reachable` (exact positions are what a player counts).
+simpler and also answers `reachable`); the Python uniform-cost search over (board, last
+peg) with a depth-first dive (437 s for T_6's five start classes; T_7 out of reach);
+depth-first `solve` (fast where solutions are plentiful, endless on T_7 from holes 1
+and 5, which have none); parent pointers per state (the backward search is milliseconds);
+counting positions up to symmetry in `reachable` (exact positions are what a player
+counts); pagoda functions and Bell's position classes as cuts (not measured yet).
 """
 
 from functools import lru_cache
@@ -51,6 +74,7 @@ from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from puzzlesweep.core import InvalidSolution
 from puzzlesweep.core import Params as _Params
+from puzzlesweep.solvers.backtrack import SearchProblem
 from puzzlesweep.solvers.frontier import LayeredProblem, reduce
 
 NAME = "peg_solitaire"
@@ -194,6 +218,8 @@ def from_canonical(p: Params, solution: Solution) -> Solution:
     return jumps(solution)
 
 
+#: The largest side the layered search holds in 64-bit keys (T_8: 36 holes + 6 bits).
+LAYERED_SIDE = 8
 NONE = 63  # the `last` of a state whose moving peg cannot jump on (or of a start)
 
 
@@ -220,7 +246,7 @@ class _Bitboard(NamedTuple):
 def _bitboard(side: int, group: tuple[tuple[int, ...], ...]) -> _Bitboard:
     """The tables for T_side (side <= 8: a board fits 36 bits) under `group`."""
     size = holes(side)
-    if size > 58 - 6:
+    if side > LAYERED_SIDE:
         raise ValueError(f"side {side} is too large for the 64-bit layered search")
     places, jumps = geometry(side)
     index = {rc: i for i, rc in enumerate(places)}
@@ -290,14 +316,14 @@ def _children(tb: _Bitboard, keys: np.ndarray, costs: np.ndarray, moves: bool, d
     `moves`, a key carries the last peg moved and a jump by another peg costs 1."""
     boards = keys >> np.uint64(6) if moves else keys
     parts, lasts, paid = [], [], []
+    moved = (keys & np.uint64(63)).astype(np.uint8) if moves else None
     for r in range(len(tb.fot)):
         hit = np.flatnonzero(boards & tb.fot[r] == tb.fo[r])
         child = boards[hit] ^ tb.fot[r]
         parts.append(child)
         if moves:
             lasts.append(_moving(tb, child, int(tb.to[r])))
-            last = (keys[hit] & np.uint64(63)).astype(np.uint8)
-            paid.append(costs[hit] + (last != tb.frm[r]))
+            paid.append(costs[hit] + (moved[hit] != tb.frm[r]))
         else:
             paid.append(costs[hit])
     boards = np.concatenate(parts)
@@ -340,16 +366,21 @@ def layered(
     finish: int | None,
     question: str,
     symmetry: bool = True,
-    prune: bool = True,
+    dominance: bool = True,
     beam: int | None = 5000,
 ) -> LayeredProblem:
-    """The layered search for T_side from every 0-based hole in `starts` at once, the
-    last peg on `finish` (0-based) or anywhere. question: `min_moves` (states are
-    (board, last peg moved)), `solve` or `reachable` (boards). symmetry: identify
-    states under the symmetries that fix the finish hole (not for `reachable`, which
-    counts exact positions). prune: for `min_moves`, keep per board only the states of
-    least moves, cut with the corner bound and a beam incumbent of width `beam`.
-    Raises ValueError for side > 8."""
+    """The layered search for T_side from every 0-based hole in `starts` at once (layer
+    0 holds them all), the last peg on `finish` (0-based) or anywhere.
+
+    question: `min_moves` (a state is a board and the hole the last jump landed on, or
+    NONE when that peg cannot jump on; cost = moves), `solve` or `reachable` (a state is
+    a board). symmetry: identify states under the symmetries that fix the finish hole
+    (never for `reachable`, which counts exact positions). dominance: for `min_moves`,
+    keep per board only the states of least moves (one more move buys any last peg).
+    beam: the width of a first pass whose goal is the incumbent (for `solve`, the
+    answer); for `min_moves` the full pass then cuts states whose moves plus the corner
+    bound reach the incumbent; None: neither. Raises ValueError for side > 8.
+    The options exist to measure each improvement (benchmarks/peg_bench.py)."""
     size = holes(side)
     group = symmetries(side) if symmetry and question != "reachable" else symmetries(side)[:1]
     group = tuple(g for g in group if finish is None or g[finish] == finish)
@@ -389,7 +420,7 @@ def layered(
 
     return LayeredProblem(
         roots=roots,
-        expand=lambda keys, costs: _children(tb, keys, costs, moves, 6 if prune else 0),
+        expand=lambda keys, costs: _children(tb, keys, costs, moves, 6 if dominance else 0),
         depth=size - 2,
         is_goal=is_goal,
         parents=parents,
@@ -397,14 +428,104 @@ def layered(
         minimise=moves,
         goal_objective=1.0,
         all_goals=question == "reachable",
-        group_shift=6 if moves and prune else 0,
-        lower_bound=_corner_bound(side, finish, moves) if moves and prune else None,
-        beam=beam if question != "reachable" and (prune or not moves) else None,
+        group_shift=6 if moves and dominance else 0,
+        lower_bound=_corner_bound(side, finish, moves) if moves and beam else None,
+        beam=beam if question != "reachable" else None,
     )
 
 
-def search(p: Params) -> LayeredProblem:
-    """The layered search for `p` from its start hole (see `layered`)."""
+def _board_maps(perms: tuple[tuple[int, ...], ...], size: int) -> list[list[list[int]]]:
+    """Byte lookup tables: maps[g][chunk][byte] is the image of that byte's pegs under g."""
+    maps = []
+    for perm in perms:
+        chunks = []
+        for chunk in range((size + 7) // 8):
+            table = []
+            for byte in range(256):
+                image = 0
+                for bit in range(8):
+                    hole = chunk * 8 + bit
+                    if byte >> bit & 1 and hole < size:
+                        image |= 1 << perm[hole]
+                table.append(image)
+            chunks.append(table)
+        maps.append(chunks)
+    return maps
+
+
+@lru_cache(maxsize=16)
+def _ordered_jumps(side: int) -> tuple[Jump, ...]:
+    """The jump rules in the order the depth-first search tries them: first jumps that do
+    not land in a corner, and among those jumps that start on the edge of the board
+    (G. I. Bell's rule of thumb, "don't jump into a corner or out of the center",
+    recmath.org/pegsolitaire). Measured: T_8 from holes 1, 2, 4, 5 all solved within 3 s
+    (hole 4 hit a 20 s limit in row order)."""
+    places, jumps = geometry(side)
+
+    def edge(hole: int) -> bool:
+        r, c = places[hole]
+        return r == side - 1 or c in (0, r)
+
+    corners = {0, holes(side) - side, holes(side) - 1}
+    return tuple(sorted(jumps, key=lambda j: (j[2] in corners, not edge(j[0]))))
+
+
+def deep_search(p: Params) -> SearchProblem:
+    """The search of boards beyond the layered one (side > LAYERED_SIDE), in Python
+    integers, as before issue 6: depth-first for `solve`,
+    uniform-cost over (board, last peg moved) after a dive for `min_moves`,
+    breadth-first for `reachable`; symmetric images share keys under the symmetries
+    that fix the finish hole. Also the `before` of benchmarks/peg_bench.py."""
+    size = holes(p.side)
+    jumps = _ordered_jumps(p.side)
+    target = p.finish_hole
+    perms = tuple(g for g in symmetries(p.side) if target is None or g[target] == target)
+    maps = _board_maps(perms, size)
+    chunks = range((size + 7) // 8)
+
+    def image(board: int, g: int) -> int:
+        return sum(maps[g][k][board >> (8 * k) & 255] for k in chunks)
+
+    def solved(board: int) -> bool:
+        return board.bit_count() == 1 and (target is None or board == 1 << target)
+
+    def legal(board: int):
+        for f, o, t in jumps:
+            if board >> f & 1 and board >> o & 1 and not board >> t & 1:
+                yield (f, o, t), board ^ (1 << f | 1 << o | 1 << t)
+
+    root = ((1 << size) - 1) ^ (1 << (p.start - 1))
+    if p.question == "reachable":  # exact positions, so the layer counts are exact
+        return SearchProblem(
+            root=root,
+            children=lambda board: ((j, b, 1) for j, b in legal(board)),
+            is_goal=solved,
+            layers=True,
+        )
+    if p.question == "solve":
+        return SearchProblem(
+            root=root,
+            children=lambda board: ((j, b, 0) for j, b in legal(board)),
+            is_goal=solved,
+            key=lambda board: min(image(board, g) for g in range(len(perms))),
+            goal_objective=1.0,
+        )
+    return SearchProblem(
+        root=(root, -1),
+        children=lambda s: ((j, (b, j[2]), 0 if j[0] == s[1] else 1) for j, b in legal(s[0])),
+        is_goal=lambda s: solved(s[0]),
+        key=lambda s: min(
+            (image(s[0], g), perms[g][s[1]] if s[1] >= 0 else -1) for g in range(len(perms))
+        ),
+        minimise=True,
+    )
+
+
+def search(p: Params) -> LayeredProblem | SearchProblem:
+    """The layered search for `p` from its start hole (see `layered`) for side <= 8;
+    beyond, the Python-integer search (`deep_search`)."""
+    if p.side > LAYERED_SIDE:
+        return deep_search(p)
     return layered(p.side, [p.start - 1], p.finish_hole, p.question)
 
 

@@ -88,21 +88,27 @@ class _LimitReached(Exception):
 
 
 def reduce(
-    keys: np.ndarray, costs: np.ndarray, group_shift: int = 0, group_slack: int = 1
+    keys: np.ndarray,
+    costs: np.ndarray,
+    group_shift: int = 0,
+    group_slack: int = 1,
+    runs: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(sorted distinct keys, least cost of each) from uint64 keys < 2**58 and uint8
     costs < 64 of equal length; with `group_shift`, a state whose cost is `group_slack`
     or more above the least cost of its group (equal keys >> group_shift) is dropped.
-    One sort of the packed words key << 6 | cost; O(n log n) time, 2n words of memory."""
+    One sort of the packed words key << 6 | cost (a merge sort when `runs`: the input
+    is a few sorted runs); O(n log n) time, about 3n words of memory."""
     if len(keys) == 0:
         return keys, costs
-    packed = keys << _SHIFT | costs.astype(np.uint64)
-    packed.sort()
-    keys = packed >> _SHIFT
-    first = np.empty(len(keys), bool)
+    packed = keys << _SHIFT
+    packed |= costs
+    packed.sort(kind="stable" if runs else None)
+    first = np.empty(len(packed), bool)
     first[0] = True
-    np.not_equal(keys[1:], keys[:-1], out=first[1:])
-    keys, costs = keys[first], (packed[first] & _MASK).astype(np.uint8)
+    np.greater_equal(packed[1:] ^ packed[:-1], np.uint64(1 << COST_BITS), out=first[1:])
+    packed = packed[first]
+    keys, costs = packed >> _SHIFT, (packed & _MASK).astype(np.uint8)
     if group_shift:
         groups = keys >> np.uint64(group_shift)
         starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
@@ -113,10 +119,10 @@ def reduce(
     return keys, costs
 
 
-def _reduce(keys: np.ndarray, costs: np.ndarray, problem: LayeredProblem):
+def _reduce(keys: np.ndarray, costs: np.ndarray, problem: LayeredProblem, runs: bool = False):
     """`reduce` with the problem's grouping (none when it does not minimise)."""
     shift = problem.group_shift if problem.minimise else 0
-    return reduce(keys, costs, shift, problem.group_slack)
+    return reduce(keys, costs, shift, problem.group_slack, runs)
 
 
 class _Run:
@@ -172,6 +178,7 @@ class _Run:
             np.concatenate([k for k, _ in parts]),
             np.concatenate([c for _, c in parts]),
             self.problem,
+            runs=len(parts) > 1,
         )
         return children
 
