@@ -344,7 +344,8 @@ def _corners(side: int) -> int:
 def _corner_bound(side: int, finish: int | None, moves: bool):
     """A lower bound on the moves still needed: a peg in a corner can never be jumped
     over, so each must move, except the last peg if it may end there; the peg that
-    just moved continues for free. Vectorised over keys (board << 6 | last)."""
+    just moved continues for free; and with two pegs or more and no peg able to go on
+    with its move, one move at least. Vectorised over keys (board << 6 | last)."""
     corners = np.uint64(_corners(side))
     free = 0 if finish is not None and not _corners(side) >> finish & 1 else 1
     corner_bits = [np.uint64(b) for b in (0, holes(side) - side, holes(side) - 1)]
@@ -355,7 +356,8 @@ def _corner_bound(side: int, finish: int | None, moves: bool):
         last = (keys & np.uint64(63)).astype(np.int64)
         moving = (np.uint64(1) << last.astype(np.uint64)) & corners != 0
         moving &= last != NONE
-        return np.maximum(count - free - moving, 0).astype(np.int16)
+        stopped = (last == NONE) & (np.bitwise_count(boards) > 1)  # a new move is due
+        return np.maximum(count - free - moving, stopped).astype(np.int16)
 
     return bound
 
