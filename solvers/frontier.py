@@ -133,7 +133,6 @@ class _Run:
         self.deadline = started + limits.time_limit
         self.nodes = nodes
         self.layers: list[tuple[np.ndarray, np.ndarray]] = []
-        self.peak_bytes = 0
         self.proving = True  # False in the beam pass: its layers bound nothing
 
     def _bound(self, keys, costs) -> np.ndarray:
@@ -145,6 +144,7 @@ class _Run:
         cut; with `beam`, only that many states of least cost + bound survive a layer."""
         keys = np.unique(np.asarray(self.problem.roots, dtype=np.uint64))
         costs = np.zeros(len(keys), np.uint8)
+        self.proving = beam is None
         for level in range(self.problem.depth + 1):
             if cap is not None and len(keys):
                 keep = self._bound(keys, costs) < cap
@@ -158,10 +158,11 @@ class _Run:
             self.layers.append((keys, costs))
             if level == self.problem.depth:
                 return
-            self.proving = beam is None
             keys, costs = self._expand(keys, costs)
 
     def _expand(self, keys, costs):
+        """The next layer: children of `CHUNK` states at a time, each batch reduced, then
+        the sorted batches merged; the limits are checked before every batch."""
         parts = []
         at = 0
         while at < len(keys):
@@ -173,7 +174,6 @@ class _Run:
             at += size
             self.nodes += len(keys[chunk])
             parts.append(_reduce(*self.problem.expand(keys[chunk], costs[chunk]), self.problem))
-            self.peak_bytes = max(self.peak_bytes, sum(k.nbytes + c.nbytes for k, c in parts))
         children = _reduce(
             np.concatenate([k for k, _ in parts]),
             np.concatenate([c for _, c in parts]),
