@@ -113,6 +113,8 @@ def cell(row: dict, limit: float) -> str:
         return "out of memory"
     states = f"{row['nodes']:,} states" if row.get("nodes") else "-"
     memory = f"{row['rss_mib']:.0f} MiB"
+    if row["status"] not in ("optimal", "time_limit", "node_limit"):  # error: say why
+        return f"{row['status']}: {row.get('message')}; {states}, {memory}"
     if row["status"] != "optimal":
         bound = "-" if row.get("bound") is None else f"{row['bound']:g}"
         return f"> {limit:g} s, bound {bound}; {states}, {memory}"
