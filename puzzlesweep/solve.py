@@ -48,9 +48,11 @@ def _run_solver(instance: Instance, solver: str, limits: Limits) -> tuple[Solver
         if result.solution is not None:
             decoded = family.from_mip(params, result.solution)
     else:
-        from puzzlesweep.solvers import backtrack
+        from puzzlesweep.solvers import backtrack, frontier
 
-        result = backtrack.solve(family.search(params), limits)
+        problem = family.search(params)
+        engine = frontier if isinstance(problem, frontier.LayeredProblem) else backtrack
+        result = engine.solve(problem, limits)
         decoded = None
         if result.solution is not None:
             from_search = getattr(family, "from_search", lambda p, raw: tuple(raw))

@@ -1,9 +1,10 @@
 """Solvers that know no puzzle family.
 
 `highs` solves a plain sparse MIP (`MipModel`); `backtrack` runs a plain search problem
-(`SearchProblem`). Both take the same `Limits` and return the same `SolverResult`, whose
-`status` is one word of the closed vocabulary `STATUSES`. Nothing here imports a family,
-Prefect or Dask.
+(`SearchProblem`) and `frontier` a layered one over integer states (`LayeredProblem`),
+reported as solver `backtrack` too. All take the same `Limits` and return the same
+`SolverResult`, whose `status` is one word of the closed vocabulary `STATUSES`. Nothing
+here imports a family, Prefect or Dask.
 """
 
 from dataclasses import dataclass, field

@@ -2,7 +2,7 @@
 
 import math
 
-from puzzlesweep.solvers import Limits, backtrack, highs
+from puzzlesweep.solvers import Limits, backtrack, frontier, highs
 
 
 def knapsack() -> highs.MipModel:
@@ -124,3 +124,55 @@ def test_a_crashing_search_is_an_error_result():
         backtrack.SearchProblem(root=0, children=broken, is_goal=lambda s: False), Limits(10)
     )
     assert result.status == "error" and "boom" in result.message
+
+
+# --- the layered frontier engine -----------------------------------------------------
+def bit_strings(depth: int = 4, target: int = 0b10110, **options) -> frontier.LayeredProblem:
+    """Layer j holds the bit strings of length j behind a leading 1 (the root, key 1);
+    appending a bit costs 1 when it differs from the last bit. The goal 1|0110 costs 3
+    (1→0, 0→1, 1→0), counted by hand; every string of length 4 is a goal for
+    `all_goals`."""
+    import numpy as np
+
+    def expand(keys, costs):
+        last = keys & np.uint64(1)
+        zero, one = keys << np.uint64(1), keys << np.uint64(1) | np.uint64(1)
+        return (
+            np.concatenate([zero, one]),
+            np.concatenate([costs + (last != 0), costs + (last != 1)]).astype(np.uint8),
+        )
+
+    return frontier.LayeredProblem(
+        roots=np.array([1], np.uint64),
+        expand=expand,
+        depth=depth,
+        is_goal=lambda keys: keys == target if target else np.ones(len(keys), bool),
+        parents=lambda s: [(s & 1, s >> 1, s >> 1, int((s & 1) != (s >> 1 & 1)))],
+        **options,
+    )
+
+
+def test_frontier_finds_the_cheapest_goal_and_its_path():
+    result = frontier.solve(bit_strings(), Limits(10))
+    assert (result.status, result.objective, result.bound) == ("optimal", 3.0, 3.0)
+    assert result.solution == [0, 1, 1, 0]
+    assert result.extra["states"] == [1, 2, 4, 8, 16] and result.nodes == 15
+
+
+def test_frontier_beam_incumbent_then_proof():
+    # A beam of one keeps the cheapest string, all ones, which reaches no goal but the
+    # full pass does; with all goals wanted there is no beam pass.
+    result = frontier.solve(bit_strings(beam=1), Limits(10))
+    assert (result.status, result.objective, result.solution) == ("optimal", 3.0, [0, 1, 1, 0])
+    every = frontier.solve(bit_strings(target=0, all_goals=True), Limits(10))
+    assert every.objective == 16 and len(every.solution["goals"]) == 16
+    assert every.solution["layers"] == [1, 2, 4, 8, 16]
+
+
+def test_frontier_limits_report_a_bound():
+    stopped = frontier.solve(bit_strings(), Limits(10, node_limit=5))
+    assert (stopped.status, stopped.nodes) == ("node_limit", 5)
+    assert stopped.bound is not None and stopped.bound <= 3
+    endless = frontier.solve(bit_strings(depth=40, target=1 << 40), Limits(0.3))
+    assert endless.status == "time_limit" and endless.bound == 0.0
+    assert endless.seconds < 5.0
