@@ -27,6 +27,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from uuid import uuid4
@@ -235,26 +236,52 @@ def _status_counts(counts: Counter) -> dict[str, int]:
     return {status: counts.get(status, 0) for status in catalog.STATUSES}
 
 
+def start_api():
+    """Start Prefect's temporary API server and return it (`SubprocessASGIServer`; its
+    `stop()` ends it), or None when `PREFECT_API_URL` names an API already. Takes from
+    about 8 s (idle machine) to 20 s (loaded): the largest part of a run's start-up."""
+    from prefect.settings import PREFECT_API_URL
+
+    if PREFECT_API_URL.value():
+        return None
+    from prefect.server.api.server import SubprocessASGIServer
+
+    server = SubprocessASGIServer()
+    server.start()
+    return server
+
+
 @contextmanager
-def prefect_api() -> Iterator[str | None]:
-    """Use the configured Prefect API, or start one temporary API server for the whole
-    run (Prefect's ephemeral server) and point this process and, through the settings
-    that the task runner ships with each task, every Dask worker at it; otherwise each
-    worker process would start its own (DESIGN.md, measured facts). Yields the API URL."""
+def prefect_api(server=None) -> Iterator[str | None]:
+    """Use the configured Prefect API, or one temporary API server for the whole run
+    (`server`, started by `start_api`, or a new one), and point this process and,
+    through the settings that the task runner ships with each task, every Dask worker at
+    it; otherwise each worker process would start its own (DESIGN.md, measured facts).
+    Stops the temporary server on exit. Yields the API URL."""
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     if PREFECT_API_URL.value():
         yield PREFECT_API_URL.value()
         return
-    from prefect.server.api.server import SubprocessASGIServer
-
-    server = SubprocessASGIServer()
-    server.start()
+    server = server or start_api()
     try:
         with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
             yield server.api_url
     finally:
         server.stop()
+
+
+@contextmanager
+def _starting_api() -> Iterator[Future]:
+    """A future of `start_api()` running in a thread; on exit the server is stopped
+    (a no-op once `prefect_api` stopped it), after its start has ended."""
+    with ThreadPoolExecutor(1, thread_name_prefix="prefect-api") as pool:
+        starting = pool.submit(start_api)
+        try:
+            yield starting
+        finally:
+            if starting.exception() is None and starting.result() is not None:
+                starting.result().stop()
 
 
 def check_address(address: str) -> str:
@@ -364,37 +391,42 @@ def run_sweep(
             urls.append(url)
             say(f"Prefect flow run: {url}")
 
-    idle = not address and not _todo(spec_path, catalog.resolve(catalog_path), force)[1]
-    if idle:  # every instance is in the catalog: the run only records that, no cluster
-        cluster = nullcontext((None, None, 1))
-    else:
-        cluster = dask_cluster(address, workers, dashboard_address, connect_timeout)
-    with cluster as (scheduler, dashboard, found):
-        if scheduler:
-            say(f"Dask scheduler {scheduler}, {found} workers, dashboard {dashboard or '(none)'}")
+    with _starting_api() as starting:  # the temporary API starts while the cluster does
+        idle = not address and not _todo(spec_path, catalog.resolve(catalog_path), force)[1]
+        if idle:  # every instance is in the catalog: the run only records that, no cluster
+            cluster = nullcontext((None, None, 1))
         else:
-            say("nothing to solve: every instance has its result in the catalog")
-        host = (scheduler or "127.0.0.1").split("://", 1)[-1].rsplit(":", 1)[0]
-        if address and not configured and host not in ("127.0.0.1", "localhost", "[::1]"):
-            say(
-                "warning: PREFECT_API_URL is not set, and the temporary Prefect API listens "
-                "on 127.0.0.1 only: workers on other hosts cannot report their tasks. "
-                "Point PREFECT_API_URL at a Prefect server they reach (deploy/README.md)."
-            )
-        with prefect_api(), _listening(on_flow_run_url if configured else None):
-            flow = sweep.with_options(
-                task_runner=DaskTaskRunner(address=scheduler) if scheduler else None,
-                on_running=[_announce_flow_run] if configured else [],
-            )
-            report = flow(
-                spec_path,
-                catalog_path,
-                batch_size=batch_size,
-                workers=max(1, found),
-                force=force,
-                memory_limit=memory_limit,
-                retries=retries,
-            )
+            cluster = dask_cluster(address, workers, dashboard_address, connect_timeout)
+        with cluster as (scheduler, dashboard, found):
+            if scheduler:
+                link = dashboard or "(none)"
+                say(f"Dask scheduler {scheduler}, {found} workers, dashboard {link}")
+            else:
+                say("nothing to solve: every instance has its result in the catalog")
+            host = (scheduler or "127.0.0.1").split("://", 1)[-1].rsplit(":", 1)[0]
+            if address and not configured and host not in ("127.0.0.1", "localhost", "[::1]"):
+                say(
+                    "warning: PREFECT_API_URL is not set, and the temporary Prefect API listens "
+                    "on 127.0.0.1 only: workers on other hosts cannot report their tasks. "
+                    "Point PREFECT_API_URL at a Prefect server they reach (deploy/README.md)."
+                )
+            with (
+                prefect_api(starting.result()),
+                _listening(on_flow_run_url if configured else None),
+            ):
+                flow = sweep.with_options(
+                    task_runner=DaskTaskRunner(address=scheduler) if scheduler else None,
+                    on_running=[_announce_flow_run] if configured else [],
+                )
+                report = flow(
+                    spec_path,
+                    catalog_path,
+                    batch_size=batch_size,
+                    workers=max(1, found),
+                    force=force,
+                    memory_limit=memory_limit,
+                    retries=retries,
+                )
     return {
         **report,
         "scheduler": scheduler,
