@@ -47,7 +47,9 @@ def test_time_limit_keeps_incumbent_and_bound(child, family, params, solver):
     assert row["objective"] is not None and row["bound"] is not None
     assert row["bound"] <= row["objective"] and row["gap"] > 0
     assert row["verified"] is True and row["solution"]
-    assert limit - 0.05 <= row["solve_seconds"] <= limit + 1.0
+    # HiGHS stops within ~0.4 s; the layered search looks at the clock between batches
+    # of 2^16 states and after merging a layer, which on T_8 took up to 0.65 s here.
+    assert limit - 0.05 <= row["solve_seconds"] <= limit + 2.0
 
 
 def test_node_limit_is_recorded(child):
