@@ -10,13 +10,18 @@ Polychronopoulos and D. J. Kuck, "Guided self-scheduling", IEEE Trans. Computers
 1987): a batch takes about 1/(2·workers) of the jobs left in its group, so batches shrink
 towards the end of a run and the last ones finish together. The size is then clamped
 by the group's measured seconds per job (the mean over its finished batches, wall time in
-the worker), so that every batch holds between `MIN_BATCH_SECONDS` and
-`MAX_BATCH_SECONDS` of estimated work. Until a group has a measurement its batches are
-`PROBE` jobs. A fixed `size` (`--batch-size`) turns all of this off.
+the worker), so that every batch holds between `MIN_BATCH_SECONDS` (or a share of what
+is left for each worker, at the end of a run) and `MAX_BATCH_SECONDS` of estimated
+work; what is left of a group once it is estimated below `MIN_BATCH_SECONDS` goes in
+one batch. Until a group has a measurement its batches are `PROBE` jobs. A fixed `size`
+(`--batch-size`) turns all of this off.
 
 Groups are (family, solver, limits); the group with the longest time limit goes first,
-so its instances do not straggle. A class of equivalent instances (same instance_key)
-always stays in one batch: the batch solves it once and records every member.
+so its instances do not straggle. Within a group, classes go in instance_key order (a
+hash: a fixed shuffle of the spec's order), so early measurements stand for the whole
+group and its largest instances spread over the batches. A class of equivalent
+instances (same instance_key) always stays in one batch: the batch solves it once and
+records every member.
 """
 
 import math
@@ -69,7 +74,10 @@ class Planner:
             key = (job.instance.family, job.solver, job.limits)
             groups.setdefault(key, {}).setdefault(job.instance.key, []).append(job)
         order = sorted(groups, key=lambda key: -key[2].time_limit)
-        self.groups = [(key, deque(groups[key].values())) for key in order]
+        # classes in instance_key order, a fixed pseudo-random shuffle: a spec lists its
+        # small instances first, so in spec order the first batches would measure only
+        # those, and the largest would all fall in the last batch and straggle
+        self.groups = [(key, deque(groups[key][k] for k in sorted(groups[key]))) for key in order]
         self.left = {key: sum(map(len, groups[key].values())) for key in order}
         self.measured: dict[tuple, tuple[float, int]] = {}  # group -> (seconds, jobs)
         self.planned = 0
@@ -83,7 +91,10 @@ class Planner:
             return min(guided, PROBE)
         seconds, jobs = self.measured[group]
         per_job = max(seconds / jobs, 1e-6)
+        if self.left[group] * per_job < MIN_BATCH_SECONDS:
+            return self.left[group]  # too little left to be worth sharing out
         least = math.ceil(MIN_BATCH_SECONDS / per_job)
+        least = min(least, math.ceil(self.left[group] / self.workers))  # the tail is shared
         most = max(1, math.floor(MAX_BATCH_SECONDS / per_job))
         return max(1, min(max(guided, least), most))
 
