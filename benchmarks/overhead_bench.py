@@ -3,9 +3,9 @@
     .venv/bin/python benchmarks/overhead_bench.py                 # adaptive, 50, 10
     .venv/bin/python benchmarks/overhead_bench.py --sizes adaptive --workers 2
 
-One sweep of small instances (2,034 distinct canonical instances: `no_k_in_row` on lines
+One sweep of small instances (2,035 distinct canonical instances: `no_k_in_row` on lines
 of 2..50 cells with every k, and with k = 5 on 2-D boards up to 25×25; `domination` of
-kings, bishops and knights on boards up to 12×20; a few milliseconds to a quarter of a
+kings, bishops and knights on boards up to 12×22; a few milliseconds to about a
 second each, 10 s at most) is solved
 
 1. by a bare `multiprocessing.Pool(workers)` calling `solve_instance` (build, solve,
@@ -64,9 +64,9 @@ def spec_text() -> str:
         grid = f"dims = [{', '.join(f'[{a}, {b}]' for b in range(max(a, 5), 26))}]\nk = 5"
         studies.append(STUDY.format(family="no_k_in_row", grid=grid))
     boards = {
-        ("king", "dominating"): (12, 20),
-        ("king", "independent"): (12, 20),
-        ("bishop", "dominating"): (10, 16),
+        ("king", "dominating"): (12, 22),
+        ("king", "independent"): (12, 22),
+        ("bishop", "dominating"): (8, 12),
         ("knight", "dominating"): (8, 10),
     }
     for (piece, variant), (most_rows, most_cols) in boards.items():
