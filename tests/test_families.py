@@ -94,6 +94,23 @@ def test_subbox_optimum_5x5x7_reproves():
     assert (row["status"], row["objective"]) == ("optimal", 40)
 
 
+#: 63 stones whose removal leaves no 5 in a row in the 6x7x6 box (row-major cells), found
+#: by `make demo` on 2026-11-30 (HiGHS from the periodic start, 60 s): one fewer than
+#: the 64 of seed 001, so the open optimum lies in 55..63.
+BOX_676_REMOVALS_63 = (
+    "4,8,12,17,21,25,34,38,42,43,47,52,55,62,65,66,69,73,77,82,87,91,96,98,99,100,101,"
+    "103,111,112,117,121,127,135,140,141,144,145,152,153,154,155,157,165,170,174,179,183,"
+    "187,190,196,198,200,204,209,214,218,222,227,231,235,244,248"
+)
+
+
+def test_box_676_has_a_removal_of_63():
+    # Upper bound for seed 001's open instance, checked by the independent verifier.
+    family = puzzles.get("no_k_in_row")
+    params = family.Params(dims=[6, 7, 6], k=5)
+    assert family.verify(params, family.decode(BOX_676_REMOVALS_63)) == 63
+
+
 def test_knight_domination_matches_a006075():
     # OEIS A006075 (knights dominating n x n), n = 1..10: 1, 4, 4, 4, 5, 8, 10, 12, 14, 16.
     values = [
