@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 
 from puzzlesweep import __version__, catalog, puzzles
 from puzzlesweep.core import BadInput, Instance, InvalidSolution, make_params
-from puzzlesweep.solve import empty_row
+from puzzlesweep.solve import empty_row, result_fields
 from puzzlesweep.solvers import Limits, highs, relative_gap
 from puzzlesweep.solvers import split as splitting
 
@@ -108,19 +108,9 @@ def solve_whole(proof: Proof, limits: Limits, run_id: str) -> dict:
     family = puzzles.get(proof.family)
     row = empty_row(instance, "highs", limits)
     result = highs.solve(model, limits)
-    row.update(
-        status=result.status,
-        solver_version=result.solver_version,
-        bound=result.bound,
-        gap=result.gap,
-        solve_seconds=result.seconds,
-        nodes=result.nodes,
-        error=result.message,
-        **_verified(family, instance.params, result),
-        finished_at=datetime.now(UTC),
-        run_id=run_id,
-        sweep=f"prove-{proof.key}",
-    )
+    row.update(result_fields(result))
+    row.update(_verified(family, instance.params, result))  # may replace error
+    row.update(finished_at=datetime.now(UTC), run_id=run_id, sweep=f"prove-{proof.key}")
     return row
 
 
@@ -139,16 +129,10 @@ def solve_one(proof: Proof, index: int, cutoff: float | None, limits: Limits, ru
     )
     handle = json.loads(part.to_json())
     handle.update(key=proof.key, cutoff=cutoff, lower=_json_number(lower), parts=len(split.parts))
+    row.update(result_fields(result))
+    row.update(_verified(family, instance.params, result))  # may replace error
     row.update(
         params_key=f"{proof.key}.{index}",
-        status=result.status,
-        solver_version=result.solver_version,
-        bound=result.bound,
-        gap=result.gap,
-        solve_seconds=result.seconds,
-        nodes=result.nodes,
-        error=result.message,
-        **_verified(family, instance.params, result),
         finished_at=datetime.now(UTC),
         run_id=run_id,
         sweep=f"prove-{proof.key}",

@@ -88,20 +88,26 @@ def empty_row(instance: Instance, solver: str, limits: Limits) -> dict[str, Any]
     }
 
 
+def result_fields(result: SolverResult) -> dict[str, Any]:
+    """The fields of a row that a solver's result gives as they are: status,
+    solver_version, objective, bound, gap, solve_seconds, nodes and error (its message)."""
+    return {
+        "status": result.status,
+        "solver_version": result.solver_version,
+        "objective": result.objective,
+        "bound": result.bound,
+        "gap": result.gap,
+        "solve_seconds": result.seconds,
+        "nodes": result.nodes,
+        "error": result.message,
+    }
+
+
 def _fill(row: dict[str, Any], instance: Instance, result: SolverResult, decoded: Any) -> None:
     """Copy the solver's fields into `row`, carry the canonical solution back to the
     instance, encode it and verify it against the instance's own params."""
     family = puzzles.get(instance.family)
-    row.update(
-        status=result.status,
-        solver_version=result.solver_version,
-        objective=result.objective,
-        bound=result.bound,
-        gap=result.gap,
-        solve_seconds=result.seconds,
-        nodes=result.nodes,
-        error=result.message,
-    )
+    row.update(result_fields(result))
     if decoded is None:
         return
     decoded = family.from_canonical(instance.params, decoded)
