@@ -53,6 +53,17 @@ CatalogOption = Annotated[
         help="Catalog directory or URL [default: $PUZZLESWEEP_CATALOG or ./results]",
     ),
 ]
+#: The Dask options shared by `run` and `prove`; a local cluster has a worker per core.
+CORES = os.cpu_count() or 2
+AddressOption = Annotated[
+    str | None, typer.Option(help="An existing Dask scheduler, tcp://HOST:PORT")
+]
+WorkersOption = Annotated[
+    int, typer.Option(min=1, help="Local Dask worker processes (without --address)")
+]
+DashboardOption = Annotated[
+    str, typer.Option(help="Local cluster's Dask dashboard, HOST:PORT (0: any free port)")
+]
 INTEGER = re.compile(r"^-?\d+$")
 DONE = ("params_key", "solver", "time_limit", "node_limit")  # the columns of Job.done_key
 
@@ -299,12 +310,8 @@ def quiet_dask() -> None:
 def run(
     spec: Annotated[str, typer.Argument(help="Sweep spec (TOML)")],
     catalog: CatalogOption = None,
-    address: Annotated[
-        str | None, typer.Option(help="An existing Dask scheduler, tcp://HOST:PORT")
-    ] = None,
-    workers: Annotated[
-        int, typer.Option(min=1, help="Local Dask worker processes (without --address)")
-    ] = os.cpu_count() or 2,
+    address: AddressOption = None,
+    workers: WorkersOption = CORES,
     batch_size: Annotated[
         int | None, typer.Option(min=1, help="Instances per task [default: auto]")
     ] = None,
@@ -320,9 +327,7 @@ def run(
     retries: Annotated[
         int, typer.Option(min=0, help="Extra attempts of a batch after a transient failure")
     ] = 2,
-    dashboard_address: Annotated[
-        str, typer.Option(help="Local cluster's Dask dashboard, HOST:PORT (0: any free port)")
-    ] = "127.0.0.1:8787",
+    dashboard_address: DashboardOption = "127.0.0.1:8787",
     connect_timeout: Annotated[
         float, typer.Option(min=0.1, help="Seconds to wait for the --address scheduler")
     ] = 10.0,
@@ -405,18 +410,12 @@ def prove(
     ] = 0.0,
     cutoff: Annotated[bool, typer.Option(help="Parts look only below the incumbent")] = True,
     catalog: CatalogOption = None,
-    address: Annotated[
-        str | None, typer.Option(help="An existing Dask scheduler, tcp://HOST:PORT")
-    ] = None,
-    workers: Annotated[
-        int, typer.Option(min=1, help="Local Dask worker processes (without --address)")
-    ] = os.cpu_count() or 2,
+    address: AddressOption = None,
+    workers: WorkersOption = CORES,
     check: Annotated[
         bool, typer.Option(help="Only re-check the stored certificate of this split")
     ] = False,
-    dashboard_address: Annotated[
-        str, typer.Option(help="Local cluster's Dask dashboard, HOST:PORT (0: any free port)")
-    ] = "127.0.0.1:8787",
+    dashboard_address: DashboardOption = "127.0.0.1:8787",
 ) -> None:
     """Prove one instance's optimum by splitting its MIP into parts solved on Dask.
 
