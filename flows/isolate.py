@@ -96,6 +96,12 @@ class Child:
                     return line, not line
         return "", False
 
+    def start(self) -> None:
+        """Start the child now unless it runs: its imports (a second or more) then
+        happen before the first instance arrives."""
+        if self.process is None or self.process.poll() is not None:
+            self.process = self._start()
+
     @property
     def pid(self) -> int | None:
         """The running child's process id, or None before the first instance."""
@@ -104,8 +110,7 @@ class Child:
     def solve(self, request: dict[str, Any]) -> dict[str, Any]:
         """Solve one instance (a request dict, see the module docstring) in the child;
         returns the row. Raises nothing for failures inside the child."""
-        if self.process is None or self.process.poll() is not None:
-            self.process = self._start()
+        self.start()
         process = self.process
         started = time.time()
         deadline = time.monotonic() + float(request["time_limit"]) + self.grace

@@ -27,7 +27,6 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from uuid import uuid4
@@ -37,6 +36,7 @@ from prefect.cache_policies import NO_CACHE
 
 from puzzlesweep import __version__, catalog, puzzles
 from puzzlesweep.core import BadInput
+from puzzlesweep.flows.api import TemporaryAPI
 from puzzlesweep.flows.batches import Batch, Planner
 from puzzlesweep.flows.progress import Progress
 from puzzlesweep.flows.spec import load
@@ -133,6 +133,33 @@ def _solve_rows(batch: Batch, family, memory_limit: int | None) -> list[dict]:
     return rows
 
 
+def warm_worker(memory_limit: int | None = None) -> str:
+    """A plain Dask task that readies its worker for batches while the run starts:
+    imports what a batch task runs (Prefect's task engine, the catalog, this module) and
+    starts the thread's child solver process (`solve_batch`'s, with the same
+    `memory_limit`), about 4 s per worker that the first batch would otherwise wait.
+    Returns the worker's address."""
+    import prefect.task_engine  # noqa: F401
+    import prefect_dask  # noqa: F401
+
+    from puzzlesweep.flows.isolate import child_for_thread
+
+    worker, worker_memory = _worker()
+    child_for_thread(memory_limit or worker_memory).start()
+    return worker
+
+
+def _warm_workers(scheduler: str, memory_limit: int | None) -> None:
+    """Submit `warm_worker` once to each worker of `scheduler`, without waiting."""
+    from distributed import Client, fire_and_forget
+
+    with Client(scheduler) as client:
+        workers = client.scheduler_info(n_workers=-1).get("workers", {})
+        fire_and_forget(
+            [client.submit(warm_worker, memory_limit, workers=[w], pure=False) for w in workers]
+        )
+
+
 @flow(name="sweep")
 def sweep(
     spec_path: str,
@@ -196,6 +223,7 @@ def sweep(
             try:
                 report = future.result()
             except Exception as exc:  # a batch that failed every attempt: the others go on
+                planner.record(batch, None)
                 failed.append(f"batch {batch.number} ({batch.family}): {type(exc).__name__}: {exc}")
                 logger.error("%s", failed[-1])
                 continue
@@ -236,52 +264,27 @@ def _status_counts(counts: Counter) -> dict[str, int]:
     return {status: counts.get(status, 0) for status in catalog.STATUSES}
 
 
-def start_api():
-    """Start Prefect's temporary API server and return it (`SubprocessASGIServer`; its
-    `stop()` ends it), or None when `PREFECT_API_URL` names an API already. Takes from
-    about 8 s (idle machine) to 20 s (loaded): the largest part of a run's start-up."""
-    from prefect.settings import PREFECT_API_URL
-
-    if PREFECT_API_URL.value():
-        return None
-    from prefect.server.api.server import SubprocessASGIServer
-
-    server = SubprocessASGIServer()
-    server.start()
-    return server
-
-
 @contextmanager
-def prefect_api(server=None) -> Iterator[str | None]:
-    """Use the configured Prefect API, or one temporary API server for the whole run
-    (`server`, started by `start_api`, or a new one), and point this process and,
+def prefect_api(api: TemporaryAPI | None = None) -> Iterator[str]:
+    """Use the configured Prefect API, or a temporary API server for the whole run
+    (`api`, started earlier by the caller, or a new one), and point this process and,
     through the settings that the task runner ships with each task, every Dask worker at
     it; otherwise each worker process would start its own (DESIGN.md, measured facts).
-    Stops the temporary server on exit. Yields the API URL."""
+    Stops the temporary server on exit (also `api` when an API is configured). Yields
+    the API URL. Raises RuntimeError when the temporary API does not start."""
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     if PREFECT_API_URL.value():
+        if api is not None:
+            api.stop()
         yield PREFECT_API_URL.value()
         return
-    server = server or start_api()
-    try:
-        with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
-            yield server.api_url
-    finally:
-        server.stop()
-
-
-@contextmanager
-def _starting_api() -> Iterator[Future]:
-    """A future of `start_api()` running in a thread; on exit the server is stopped
-    (a no-op once `prefect_api` stopped it), after its start has ended."""
-    with ThreadPoolExecutor(1, thread_name_prefix="prefect-api") as pool:
-        starting = pool.submit(start_api)
-        try:
-            yield starting
-        finally:
-            if starting.exception() is None and starting.result() is not None:
-                starting.result().stop()
+    with api or TemporaryAPI() as server:
+        url = server.url()
+        if url is None:  # its settings name an API that this process's settings do not
+            raise RuntimeError("Prefect's settings differ between this process and its child")
+        with temporary_settings(updates={PREFECT_API_URL: url}):
+            yield url
 
 
 def check_address(address: str) -> str:
@@ -369,6 +372,7 @@ def run_sweep(
     dashboard_address: str | None = "127.0.0.1:8787",
     announce: Callable[[str], None] | None = None,
     connect_timeout: float = 10.0,
+    api: TemporaryAPI | None = None,
 ) -> dict:
     """Run `sweep` on Dask: on the scheduler at `address`, or on a new `LocalCluster`
     of `workers` single-threaded worker processes. Returns the flow's report plus
@@ -378,7 +382,8 @@ def run_sweep(
     `announce(line)` is called with the Dask dashboard's address once the cluster is
     up and, when `PREFECT_API_URL` names a Prefect server, with the flow run's URL once
     the run starts. Raises BadInput for a bad `address` or one that does not answer
-    within `connect_timeout` seconds."""
+    within `connect_timeout` seconds. `api`: the temporary Prefect API, when the caller
+    started it early (it is stopped at the end); started here when needed otherwise."""
     from prefect.settings import PREFECT_API_URL
     from prefect_dask import DaskTaskRunner
 
@@ -391,7 +396,10 @@ def run_sweep(
             urls.append(url)
             say(f"Prefect flow run: {url}")
 
-    with _starting_api() as starting:  # the temporary API starts while the cluster does
+    if configured and api is not None:
+        api.stop()
+    api = None if configured else api or TemporaryAPI()  # starts while the cluster does
+    with api or nullcontext():
         idle = not address and not _todo(spec_path, catalog.resolve(catalog_path), force)[1]
         if idle:  # every instance is in the catalog: the run only records that, no cluster
             cluster = nullcontext((None, None, 1))
@@ -399,6 +407,7 @@ def run_sweep(
             cluster = dask_cluster(address, workers, dashboard_address, connect_timeout)
         with cluster as (scheduler, dashboard, found):
             if scheduler:
+                _warm_workers(scheduler, memory_limit)  # while the Prefect API starts
                 link = dashboard or "(none)"
                 say(f"Dask scheduler {scheduler}, {found} workers, dashboard {link}")
             else:
@@ -411,7 +420,7 @@ def run_sweep(
                     "Point PREFECT_API_URL at a Prefect server they reach (deploy/README.md)."
                 )
             with (
-                prefect_api(starting.result()),
+                prefect_api(api),
                 _listening(on_flow_run_url if configured else None),
             ):
                 flow = sweep.with_options(

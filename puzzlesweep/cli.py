@@ -22,7 +22,7 @@ import json
 import os
 import re
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -350,32 +350,38 @@ def run(
         store.locate(catalog_path)  # a URL pyarrow cannot open, or a file, fails here
     except BadInput as exc:
         raise fail(str(exc)) from None
-    from puzzlesweep.flows.sweep import check_address, run_sweep
+    from puzzlesweep.flows.api import TemporaryAPI
 
-    quiet_dask()
-    if address:
+    # the temporary Prefect API (about 8 s) starts first, while Prefect is imported here
+    api = None if os.environ.get("PREFECT_API_URL") else TemporaryAPI()
+    with api or nullcontext():
+        from puzzlesweep.flows.sweep import check_address, run_sweep
+
+        quiet_dask()
+        if address:
+            try:
+                check_address(address)
+            except BadInput as exc:
+                raise fail(str(exc)) from None
+        err.print(f"sweep {plan.name}: {len(plan.jobs)} instances from {spec} into {catalog_path}")
         try:
-            check_address(address)
+            with progress_display():
+                report = run_sweep(
+                    spec,
+                    catalog_path,
+                    address,
+                    workers,
+                    batch_size,
+                    force,
+                    memory_limit=memory,
+                    retries=retries,
+                    dashboard_address=dashboard_address,
+                    announce=lambda line: err.print(line, highlight=False, soft_wrap=True),
+                    connect_timeout=connect_timeout,
+                    api=api,
+                )
         except BadInput as exc:
             raise fail(str(exc)) from None
-    err.print(f"sweep {plan.name}: {len(plan.jobs)} instances from {spec} into {catalog_path}")
-    try:
-        with progress_display():
-            report = run_sweep(
-                spec,
-                catalog_path,
-                address,
-                workers,
-                batch_size,
-                force,
-                memory_limit=memory,
-                retries=retries,
-                dashboard_address=dashboard_address,
-                announce=lambda line: err.print(line, highlight=False, soft_wrap=True),
-                connect_timeout=connect_timeout,
-            )
-    except BadInput as exc:
-        raise fail(str(exc)) from None
     err.print(
         f"run {report['run_id']}: solved {report['solved']} in {report['batches']} batches "
         f"({report['retried']} retried), skipped {report['skipped']} already in the catalog, "

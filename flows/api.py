@@ -1,0 +1,137 @@
+"""Prefect's temporary API for one run, started as early and as cheaply as possible.
+
+Without `PREFECT_API_URL`, a run needs Prefect's ephemeral API server (the FastAPI app
+`prefect.server.api.server:create_app` under uvicorn, UI off, ephemeral settings): the
+largest part of a run's start-up, about 10 s of imports and database set-up in its own
+process on this machine. Prefect's `SubprocessASGIServer` starts the same app, but first
+imports the whole server package into the calling process (about 2.6 s of CPU, holding
+the GIL while the cluster starts) only to spawn it, and it can only be called once
+Prefect's settings say no API is configured (2.4 s of imports more).
+
+`TemporaryAPI` instead starts `python -m puzzlesweep.flows.api` at once: that child
+reads Prefect's settings itself (environment, profile, prefect.toml: the same sources as
+the caller), exits saying `configured` when they name an API, and otherwise binds a free
+port on 127.0.0.1, says `port N` and serves the app there until it is stopped or its
+parent dies. The caller imports Prefect and starts its cluster meanwhile, and waits for
+the API's `/health` only when the flow is about to start.
+
+Measured with `benchmarks/overhead_bench.py` (start-up column).
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+#: Seconds to wait for the API when PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
+#: is not set (Prefect's own default is 20 s, too short for a loaded 2-core machine).
+STARTUP = 120.0
+
+
+class TemporaryAPI:
+    """The temporary Prefect API of one run, or nothing when an API is configured.
+
+    `TemporaryAPI()` starts the child at once and returns; `url()` waits until the API
+    answers and returns its URL (`http://127.0.0.1:PORT/api`), or None when
+    Prefect's settings name an API already; `stop()` ends the server (SIGTERM, then
+    SIGKILL after 5 s). Also a context manager: stops on exit. `url()` raises
+    RuntimeError when the server exits or does not answer within `timeout` seconds
+    (default: PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, else 120).
+    """
+
+    def __init__(self, timeout: float | None = None):
+        env_timeout = os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS")
+        self.timeout = timeout or float(env_timeout or STARTUP)
+        self.started = time.monotonic()
+        self._url: str | None = None
+        self._answer: str | None = None
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "puzzlesweep.flows.api"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={
+                **os.environ,
+                "PREFECT_UI_ENABLED": "0",
+                "PREFECT__SERVER_EPHEMERAL": "1",
+                "PREFECT__SERVER_FINAL": "1",
+            },
+        )
+
+    def url(self) -> str | None:
+        """The API's URL once `/health` answers 200, or None when one is configured."""
+        if self._answer is None:
+            self._answer = self.process.stdout.readline().strip()  # after Prefect's import
+        if self._answer == "configured":
+            return None
+        if not self._answer.startswith("port "):
+            raise RuntimeError(f"the temporary Prefect API did not start: {self._failure()}")
+        url = f"http://127.0.0.1:{self._answer.split()[1]}/api"
+        while self._url is None:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=5) as response:
+                    if response.status == 200:
+                        self._url = url
+                        break
+            except OSError:
+                pass
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the temporary Prefect API stopped: {self._failure()}")
+            if time.monotonic() - self.started > self.timeout:
+                self.stop()
+                raise RuntimeError(
+                    f"the temporary Prefect API did not answer within {self.timeout:g} s "
+                    "(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS)"
+                )
+            time.sleep(0.1)
+        return self._url
+
+    def _failure(self) -> str:
+        code = self.process.poll()
+        return "still running" if code is None else f"exit code {code}"
+
+    def stop(self) -> None:
+        """End the server and wait for it (at most 5 s before SIGKILL)."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process.stdout.close()
+
+    def __enter__(self) -> "TemporaryAPI":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def serve() -> None:
+    """The child: say `configured` and exit when Prefect's settings name an API, else
+    serve the ephemeral API on a free port of 127.0.0.1 (said as `port N`)."""
+    from puzzlesweep.flows.isolate import _die_with_parent
+
+    _die_with_parent()
+    from prefect.settings import PREFECT_API_URL
+
+    if PREFECT_API_URL.value():
+        print("configured", flush=True)
+        return
+    import uvicorn
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    print(f"port {listener.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(
+        "prefect.server.api.server:create_app", factory=True, log_level="error", lifespan="on"
+    )
+    uvicorn.Server(config).run(sockets=[listener])
+
+
+if __name__ == "__main__":
+    serve()
