@@ -7,14 +7,16 @@ the last ones finish (stragglers) and repeat much work when a worker is lost.
 
 `Planner` sizes each batch when it is submitted, by guided self-scheduling (C. D.
 Polychronopoulos and D. J. Kuck, "Guided self-scheduling", IEEE Trans. Computers 36(12),
-1987): a batch takes about 1/(2·workers) of the jobs left in its group, so batches shrink
-towards the end of a run and the last ones finish together. The size is then clamped
-by the group's measured seconds per job (the mean over its finished batches, wall time in
-the worker), so that every batch holds between `MIN_BATCH_SECONDS` (or a share of what
-is left for each worker, at the end of a run) and `MAX_BATCH_SECONDS` of estimated
-work; what is left of a group once it is estimated below `MIN_BATCH_SECONDS` goes in
-one batch. Until a group has a measurement its batches are `PROBE` jobs. A fixed `size`
-(`--batch-size`) turns all of this off.
+1987): a batch takes about 1/(2·workers) of the work left in the whole run, so batches
+shrink towards the end of the run and the last ones finish together. Work is estimated
+from measured seconds per job (the mean over a group's finished batches, wall time in
+the worker; a group not measured yet counts at the mean of the measured ones), and
+every batch holds between `MIN_BATCH_SECONDS` (or a share of what is left of its group
+for each worker, at the end of a run) and `MAX_BATCH_SECONDS` of it; what is left of a
+group once it is estimated below `MIN_BATCH_SECONDS` goes in one batch. Until a group
+has a measurement its batches are probes of `PROBE` jobs, one per worker at a time: the
+planner hands out nothing more of that group (`next` returns None) until one reports.
+A fixed `size` (`--batch-size`) turns all of this off.
 
 Groups are (family, solver, limits); the group with the longest time limit goes first,
 so its instances do not straggle. Within a group, classes go in instance_key order (a
@@ -24,9 +26,12 @@ instances (same instance_key) always stays in one batch: the batch solves it onc
 records every member.
 """
 
+import json
 import math
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
 from puzzlesweep.flows.spec import Job
 from puzzlesweep.solvers import Limits
@@ -42,20 +47,44 @@ PROBE = 2
 @dataclass(frozen=True)
 class Batch:
     """A handle to the work of one task: which run and sweep, which family, solver and
-    limits, and the parameters (dicts) of its instances. Workers rebuild the models."""
+    limits, and the parameters (dicts) of its instances. Workers rebuild the models.
+
+    The parameters travel as one JSON text (`params_json`; `params` decodes it): Prefect
+    walks every argument of a task looking for futures, which took about 0.1 s per task
+    for a thousand dicts, and a string is one step. Build one with `Batch.of`."""
 
     run_id: str
     sweep: str
     family: str
     solver: str
     limits: Limits
-    params: tuple[dict, ...]
+    params_json: str
     number: int = 0  # its place in the run: names its file, so a retry replaces it
+
+    @classmethod
+    def of(
+        cls,
+        run_id: str,
+        sweep: str,
+        family: str,
+        solver: str,
+        limits: Limits,
+        params: Iterable[dict],
+        number: int = 0,
+    ) -> "Batch":
+        """The batch of `params` (dicts of JSON values), number `number` of its run."""
+        return cls(run_id, sweep, family, solver, limits, json.dumps(list(params)), number)
+
+    @cached_property
+    def params(self) -> tuple[dict, ...]:
+        """The parameters of the batch's instances, in order."""
+        return tuple(json.loads(self.params_json))
 
 
 class Planner:
-    """Hands out the batches of `jobs` one at a time (`next`), learning from the batches
-    that finished (`record`).
+    """Hands out the batches of `jobs` one at a time (`next`: None when every job is
+    handed out, or while a group's probes are out), learning from the batches that
+    finished or failed (`record`).
 
     workers: how many batches run at once (>= 1). size: a fixed batch size in jobs, or
     None for the adaptive sizes of the module docstring. Batches are numbered 0, 1, ...
@@ -80,19 +109,29 @@ class Planner:
         self.groups = [(key, deque(groups[key][k] for k in sorted(groups[key]))) for key in order]
         self.left = {key: sum(map(len, groups[key].values())) for key in order}
         self.measured: dict[tuple, tuple[float, int]] = {}  # group -> (seconds, jobs)
+        self.probing: dict[tuple, int] = {}  # group -> its probes not reported yet
         self.planned = 0
+
+    def per_job(self, group: tuple) -> float | None:
+        """The measured seconds per job of `group`, or None before its first report."""
+        if group not in self.measured:
+            return None
+        seconds, jobs = self.measured[group]
+        return max(seconds / jobs, 1e-6)
 
     def batch_size(self, group: tuple) -> int:
         """The number of jobs for the next batch of `group` (see the module docstring)."""
         if self.size is not None:
             return self.size
-        guided = math.ceil(self.left[group] / (2 * self.workers))
-        if group not in self.measured:
-            return min(guided, PROBE)
-        seconds, jobs = self.measured[group]
-        per_job = max(seconds / jobs, 1e-6)
+        per_job = self.per_job(group)
+        if per_job is None:
+            return min(math.ceil(self.left[group] / (2 * self.workers)), PROBE)
         if self.left[group] * per_job < MIN_BATCH_SECONDS:
             return self.left[group]  # too little left to be worth sharing out
+        known = [self.per_job(g) for g in self.measured]
+        prior = sum(known) / len(known)  # for the groups not measured yet
+        work = sum(left * (self.per_job(g) or prior) for g, left in self.left.items())
+        guided = math.ceil(work / (2 * self.workers) / per_job)
         least = math.ceil(MIN_BATCH_SECONDS / per_job)
         least = min(least, math.ceil(self.left[group] / self.workers))  # the tail is shared
         most = max(1, math.floor(MAX_BATCH_SECONDS / per_job))
@@ -105,18 +144,26 @@ class Planner:
         if not self.groups:
             return None
         group, classes = self.groups[0]
+        if self.size is None and group not in self.measured:
+            if self.probing.get(group, 0) >= self.workers:
+                return None  # wait for a probe's measurement
+            self.probing[group] = self.probing.get(group, 0) + 1
         size, chunk = self.batch_size(group), list(classes.popleft())
         while classes and len(chunk) + len(classes[0]) <= size:
             chunk.extend(classes.popleft())
         self.left[group] -= len(chunk)
         family, solver, limits = group
-        params = tuple(job.instance.params.model_dump() for job in chunk)
-        batch = Batch(self.run_id, self.sweep, family, solver, limits, params, self.planned)
+        params = (job.instance.params.model_dump() for job in chunk)
+        batch = Batch.of(self.run_id, self.sweep, family, solver, limits, params, self.planned)
         self.planned += 1
         return batch
 
-    def record(self, batch: Batch, seconds: float) -> None:
-        """Learn that `batch` took `seconds` of wall time in its worker."""
+    def record(self, batch: Batch, seconds: float | None) -> None:
+        """Learn that `batch` took `seconds` of wall time in its worker (None: it failed,
+        which only ends its probe)."""
         group = (batch.family, batch.solver, batch.limits)
-        total, jobs = self.measured.get(group, (0.0, 0))
-        self.measured[group] = (total + seconds, jobs + len(batch.params))
+        if group in self.probing:
+            self.probing[group] -= 1
+        if seconds is not None:
+            total, jobs = self.measured.get(group, (0.0, 0))
+            self.measured[group] = (total + seconds, jobs + len(batch.params))

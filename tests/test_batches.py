@@ -54,3 +54,20 @@ def test_fixed_sizes_keep_equivalent_instances_together_and_long_limits_first():
     assert batches[0] == [(4, 4)] and [(3, 5), (5, 3)] in batches
     assert sorted(sum(batches, [])) == [(1, 4), (2, 2), (3, 5), (4, 4), (5, 3)]
     assert all(len(b) <= 2 for b in batches) and planner.planned == len(batches) == 4
+
+
+def test_probes_go_one_per_worker_until_one_reports():
+    # 100 boards of one group, 2 workers: two probes of PROBE jobs, then nothing until a
+    # probe reports (or fails); its measurement (0.1 s per job) then sizes the rest.
+    jobs = _jobs([(r, c) for r in range(1, 51) for c in (60, 61)])
+    planner = Planner(jobs, "r", "s", workers=2)
+    first, second = planner.next(), planner.next()
+    assert len(first.params) == len(second.params) == PROBE
+    assert planner.next() is None and planner.planned == 2
+    planner.record(first, None)  # a probe that failed frees its place, measures nothing
+    third = planner.next()
+    assert len(third.params) == PROBE and planner.next() is None
+    planner.record(second, 0.1 * PROBE)
+    # 94 jobs left at 0.1 s: at least 5 s (50 jobs) or half of what is left (47)
+    assert [len(planner.next().params) for _ in range(2)] == [47, 47]
+    assert planner.next() is None and planner.planned == 5

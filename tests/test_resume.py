@@ -198,7 +198,7 @@ def test_a_retried_batch_keeps_its_file_and_solves_nothing(tmp_path):
     from puzzlesweep.solvers import Limits
 
     params = ({"piece": "knight", "rows": 4, "cols": 4, "variant": "dominating"},)
-    batch = Batch("r1", "t", "domination", "highs", Limits(20), params, number=3)
+    batch = Batch.of("r1", "t", "domination", "highs", Limits(20), params, number=3)
     first = solve_batch.fn(batch, str(tmp_path))  # the task's body, as a worker runs it
     (path,) = catalog.files(tmp_path)
     assert path.name == "part-r1-00003.parquet" and first["counts"] == {"optimal": 1}
