@@ -210,7 +210,8 @@ def canonical_instance(instance: Instance) -> Instance:
 def carry_over(row: dict[str, Any], instance: Instance, equivalent: bool) -> dict[str, Any]:
     """The row of `instance` made from `row`, the result of its canonical form: the same
     status, bound and limits, the solution carried to `instance`'s params by the symmetry
-    (`from_canonical`), encoded and verified again against those params. `equivalent`
+    (`from_canonical`), encoded and verified again against those params (unless they
+    are the params `row` was solved for: then it is `row`, re-keyed). `equivalent`
     marks a row that was not solved itself (its solve_seconds and nodes become 0)."""
     family = puzzles.get(instance.family)
     new = {
@@ -222,8 +223,8 @@ def carry_over(row: dict[str, Any], instance: Instance, equivalent: bool) -> dic
     }
     if equivalent:
         new.update(solve_seconds=0.0, nodes=0)
-    if row.get("solution") is None:
-        return new
+    if row.get("solution") is None or instance.params_key == row.get("params_key"):
+        return new  # no solution, or the very instance `row` solved and verified
     try:
         decoded = family.from_canonical(instance.params, family.decode(row["solution"]))
         new["solution"] = family.encode(decoded)
