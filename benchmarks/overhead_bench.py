@@ -10,16 +10,19 @@ second each, 10 s at most) is solved
 
 1. by a bare `multiprocessing.Pool(workers)` calling `solve_instance` (build, solve,
    verify: the same call a worker's child process makes) over every instance, timed
-   from the pool's creation to the last result, once before and once after the sweeps;
+   from the pool's creation to the last result;
 2. by `puzzlesweep run` (a new process, as a user starts it) into an empty catalog, once
    per batch-size setting: `adaptive` (the default, flows/batches.py) and fixed
-   `--batch-size N`.
+   `--batch-size N`;
+
+in `--repeat` interleaved rounds (this machine's speed drifts by 10-20% from one
+minute to the next), and the medians are compared.
 
 For each run it prints the wall time, split by the run's manifest (`runs` view) into
 start-up (process start to the flow's first step: imports, temporary Prefect API,
 LocalCluster), steady state (manifest started_at to finished_at: planning, every
 batch, every Parquet file) and shut-down (the summary table, the cluster and the API
-stopping); and the ratio of steady state to the mean of the two pool times. Both must
+stopping); and the ratio of the median steady state to the median pool time. Both must
 give the same objective for every instance both prove optimal; the script checks it.
 
 Target (issue 6): steady-state ratio <= 1.15 and start-up <= 15 s. Figures measured on
@@ -34,9 +37,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
+from statistics import median
 
 from puzzlesweep import catalog
 from puzzlesweep.flows.spec import load
@@ -126,12 +129,13 @@ def sweep_run(spec: Path, results: Path, workers: int, size: str) -> dict:
 
 
 def main() -> None:
-    """Parse the options, run the pool and the sweeps, print the table."""
+    """Parse the options, run the pool and the sweeps `--repeat` times, print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2, help="processes on both sides")
     parser.add_argument(
         "--sizes", default="adaptive,50,10", help="batch sizes: adaptive and/or numbers"
     )
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of pool + every size")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="overhead-bench-"))
     try:
@@ -140,28 +144,35 @@ def main() -> None:
         jobs = load(str(spec)).jobs
         assert len({job.instance.key for job in jobs}) == len(jobs), "instances must be distinct"
         print(f"{len(jobs)} distinct instances, {args.workers} processes", flush=True)
-        before, answers = pool_run(jobs, args.workers)
-        print(f"pool: {before:.1f} s, {Counter(s for s, _ in answers.values())}", flush=True)
-        runs = {}
-        for size in args.sizes.split(","):
-            runs[size] = sweep_run(spec, work / f"results-{size}", args.workers, size)
-            print(f"run --batch-size {size}: {runs[size]['wall']:.1f} s", flush=True)
-            differ = [
-                key
-                for key, (status, objective) in runs[size]["answers"].items()
-                if status == "optimal" == answers[key][0] and objective != answers[key][1]
-            ]
-            assert len(runs[size]["answers"]) == len(jobs), "every instance once"
-            assert not differ, f"{len(differ)} answers differ from the pool's"
-        after, _ = pool_run(jobs, args.workers)
-        pool = (before + after) / 2
-        print(f"pool again: {after:.1f} s; mean {pool:.1f} s\n")
+        pools, runs = [], {size: [] for size in args.sizes.split(",")}
+        for round_ in range(args.repeat):  # interleaved: the machine's speed drifts
+            seconds, answers = pool_run(jobs, args.workers)
+            pools.append(seconds)
+            print(f"round {round_ + 1}: pool {seconds:.1f} s", end="", flush=True)
+            for size in runs:
+                results = work / f"results-{size}-{round_}"
+                run = sweep_run(spec, results, args.workers, size)
+                shutil.rmtree(results)
+                runs[size].append(run)
+                print(f", {size} {run['steady']:.1f} s steady", end="", flush=True)
+                differ = [
+                    key
+                    for key, (status, objective) in run["answers"].items()
+                    if status == "optimal" == answers[key][0] and objective != answers[key][1]
+                ]
+                assert len(run["answers"]) == len(jobs), "every instance once"
+                assert not differ, f"{len(differ)} answers differ from the pool's"
+            print(flush=True)
+        pool = median(pools)
+        print(f"\npool: {', '.join(f'{p:.1f}' for p in pools)} s; median {pool:.1f} s")
+        print(f"medians of {args.repeat} rounds:")
         header = f"{'batch size':>10} {'batches':>8} {'wall s':>8} {'start-up s':>11}"
         print(header + f" {'steady s':>9} {'shut-down s':>12} {'steady / pool':>14}")
-        for size, run in runs.items():
+        for size, done in runs.items():
+            m = {key: median(run[key] for run in done) for key in done[0] if key != "answers"}
             print(
-                f"{size:>10} {run['batches']:>8} {run['wall']:>8.1f} {run['startup']:>11.1f}"
-                f" {run['steady']:>9.1f} {run['shutdown']:>12.1f} {run['steady'] / pool:>14.2f}"
+                f"{size:>10} {m['batches']:>8.0f} {m['wall']:>8.1f} {m['startup']:>11.1f}"
+                f" {m['steady']:>9.1f} {m['shutdown']:>12.1f} {m['steady'] / pool:>14.2f}"
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -14,9 +14,11 @@ the worker; a group not measured yet counts at the mean of the measured ones), a
 every batch holds between `MIN_BATCH_SECONDS` (or a share of what is left of its group
 for each worker, at the end of a run) and `MAX_BATCH_SECONDS` of it; what is left of a
 group once it is estimated below `MIN_BATCH_SECONDS` goes in one batch. Until a group
-has a measurement its batches are probes of `PROBE` jobs, one per worker at a time: the
-planner hands out nothing more of that group (`next` returns None) until one reports.
-A fixed `size` (`--batch-size`) turns all of this off.
+has a measurement its batches are probes of `PROBE` jobs, at most one per worker at a
+time, and the probes of every group go out before any other batch: a group reached
+mid-run would otherwise leave workers idle while its probes make the round trip
+(about 0.6 s each through Prefect). A fixed `size` (`--batch-size`) turns all of this
+off.
 
 Groups are (family, solver, limits); the group with the longest time limit goes first,
 so its instances do not straggle. Within a group, classes go in instance_key order (a
@@ -138,21 +140,35 @@ class Planner:
         return max(1, min(max(guided, least), most))
 
     def next(self) -> Batch | None:
-        """The next batch, or None when every job has been handed out."""
-        while self.groups and not self.groups[0][1]:
-            self.groups.pop(0)
-        if not self.groups:
+        """The next batch: a probe of a group not measured yet (every group's probes go
+        out first, so no group waits for its measurement mid-run), else a batch of the
+        first measured group with jobs left; None when every job is handed out or only
+        unmeasured groups are left, with their probes out."""
+        chosen = None
+        if self.size is None:
+            chosen = next(
+                (
+                    g
+                    for g, jobs in self.groups
+                    if jobs and g not in self.measured and self.probing.get(g, 0) < self.workers
+                ),
+                None,
+            )
+            if chosen is not None:
+                self.probing[chosen] = self.probing.get(chosen, 0) + 1
+        if chosen is None:
+            chosen = next(
+                (g for g, jobs in self.groups if jobs and (self.size or g in self.measured)),
+                None,
+            )
+        if chosen is None:
             return None
-        group, classes = self.groups[0]
-        if self.size is None and group not in self.measured:
-            if self.probing.get(group, 0) >= self.workers:
-                return None  # wait for a probe's measurement
-            self.probing[group] = self.probing.get(group, 0) + 1
-        size, chunk = self.batch_size(group), list(classes.popleft())
+        classes = dict(self.groups)[chosen]
+        size, chunk = self.batch_size(chosen), list(classes.popleft())
         while classes and len(chunk) + len(classes[0]) <= size:
             chunk.extend(classes.popleft())
-        self.left[group] -= len(chunk)
-        family, solver, limits = group
+        self.left[chosen] -= len(chunk)
+        family, solver, limits = chosen
         params = (job.instance.params.model_dump() for job in chunk)
         batch = Batch.of(self.run_id, self.sweep, family, solver, limits, params, self.planned)
         self.planned += 1

@@ -71,3 +71,15 @@ def test_probes_go_one_per_worker_until_one_reports():
     # 94 jobs left at 0.1 s: at least 5 s (50 jobs) or half of what is left (47)
     assert [len(planner.next().params) for _ in range(2)] == [47, 47]
     assert planner.next() is None and planner.planned == 5
+
+
+def test_every_group_is_probed_before_any_other_batch():
+    # Two groups (time limits 600 s and 60 s), 2 workers: both groups' probes come first
+    # (the longer limit first), then batches of whichever group is measured.
+    jobs = _jobs([(r, 60) for r in range(1, 41)], 600) + _jobs([(r, 61) for r in range(1, 41)])
+    planner = Planner(jobs, "r", "s", workers=2)
+    probes = [planner.next() for _ in range(4)]
+    assert [b.limits.time_limit for b in probes] == [600, 600, 60, 60]
+    assert {len(b.params) for b in probes} == {PROBE} and planner.next() is None
+    planner.record(probes[2], 0.1 * PROBE)  # the 60 s group is measured first
+    assert planner.next().limits.time_limit == 60
