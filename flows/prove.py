@@ -12,6 +12,7 @@ in flight, so each new part gets the best incumbent known at its start as a cuto
 import json
 import math
 import time
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from uuid import uuid4
 
@@ -174,16 +175,22 @@ def run_prove(
     `workers` single-threaded processes) under the configured or a temporary Prefect
     API, as `flows.sweep.run_sweep` does. Returns the flow's report plus "scheduler"
     and "dashboard". Raises BadInput for a bad split or address."""
+    from prefect.settings import PREFECT_API_URL
     from prefect_dask import DaskTaskRunner
 
+    from puzzlesweep.flows.api import TemporaryAPI
     from puzzlesweep.flows.sweep import dask_cluster, prefect_api
 
     build(proof)  # bad input fails before any cluster starts
     say = announce or (lambda line: None)
-    with dask_cluster(address, workers, dashboard_address, connect_timeout) as cluster:
+    api = None if PREFECT_API_URL.value() else TemporaryAPI()  # starts with the cluster
+    with (
+        api or nullcontext(),
+        dask_cluster(address, workers, dashboard_address, connect_timeout) as cluster,
+    ):
         scheduler, dashboard, found = cluster
         say(f"Dask scheduler {scheduler}, {found} workers, dashboard {dashboard or '(none)'}")
-        with prefect_api():
+        with prefect_api(api):
             flow_ = prove.with_options(task_runner=DaskTaskRunner(address=scheduler))
             report = flow_(proof, catalog_path, max(1, found), probe_seconds, wall_seconds)
     return {**report, "scheduler": scheduler, "dashboard": dashboard}

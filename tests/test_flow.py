@@ -89,6 +89,7 @@ def test_cli_run_prints_the_summary_from_the_catalog(spec, tmp_path):
     assert "sweep small: 16 of 16 instances" in done.stdout
     _, rows = catalog.query(results, "SELECT count(*), count(*) FILTER (verified) FROM results")
     assert rows == [(16, 12)]
+    assert _temporary_apis() == []  # its temporary Prefect API ended with it
     done = cli(
         "catalog",
         "query",
@@ -115,3 +116,27 @@ def test_query_errors_are_named(tmp_path):
     (tmp_path / "empty").mkdir()
     done = cli("catalog", "query", "SELECT 1 FROM results", "--catalog", str(tmp_path / "empty"))
     assert done.returncode == 2 and "holds no results yet" in done.stderr
+
+
+def _temporary_apis() -> list[int]:
+    """The process ids of running `python -m puzzlesweep.flows.api` servers."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"puzzlesweep.flows.api" in command:
+            found.append(int(entry.name))
+    return found
+
+
+def test_the_temporary_api_defers_to_a_configured_one(monkeypatch):
+    # Prefect's settings name an API (here the environment; a profile works the same):
+    # the child reads them, says so and exits without serving anything.
+    from puzzlesweep.flows.api import TemporaryAPI
+
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    with TemporaryAPI() as api:
+        assert api.url() is None
+        assert api.process.wait(timeout=120) == 0
