@@ -12,8 +12,9 @@ Prefect's settings say no API is configured (2.4 s of imports more).
 reads Prefect's settings itself (environment, profile, prefect.toml: the same sources as
 the caller), exits saying `configured` when they name an API, and otherwise binds a free
 port on 127.0.0.1, says `port N` and serves the app there until it is stopped or the
-thread that started it ends (PR_SET_PDEATHSIG: a SIGKILLed run leaves no server). The caller imports Prefect and starts its cluster meanwhile, and waits for
-the API's `/health` only when the flow is about to start.
+thread that started it ends (PR_SET_PDEATHSIG: a SIGKILLed run leaves no server). The
+caller imports Prefect and starts its cluster meanwhile, and waits for the API's
+`/health` only when the flow is about to start.
 
 Measured with `benchmarks/overhead_bench.py` (start-up column).
 """

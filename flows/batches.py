@@ -108,7 +108,7 @@ class Planner:
         # classes in instance_key order, a fixed pseudo-random shuffle: a spec lists its
         # small instances first, so in spec order the first batches would measure only
         # those, and the largest would all fall in the last batch and straggle
-        self.groups = [(key, deque(groups[key][k] for k in sorted(groups[key]))) for key in order]
+        self.groups = {key: deque(groups[key][k] for k in sorted(groups[key])) for key in order}
         self.left = {key: sum(map(len, groups[key].values())) for key in order}
         self.measured: dict[tuple, tuple[float, int]] = {}  # group -> (seconds, jobs)
         self.probing: dict[tuple, int] = {}  # group -> its probes not reported yet
@@ -144,26 +144,10 @@ class Planner:
         out first, so no group waits for its measurement mid-run), else a batch of the
         first measured group with jobs left; None when every job is handed out or only
         unmeasured groups are left, with their probes out."""
-        chosen = None
-        if self.size is None:
-            chosen = next(
-                (
-                    g
-                    for g, jobs in self.groups
-                    if jobs and g not in self.measured and self.probing.get(g, 0) < self.workers
-                ),
-                None,
-            )
-            if chosen is not None:
-                self.probing[chosen] = self.probing.get(chosen, 0) + 1
-        if chosen is None:
-            chosen = next(
-                (g for g, jobs in self.groups if jobs and (self.size or g in self.measured)),
-                None,
-            )
+        chosen = self._group()
         if chosen is None:
             return None
-        classes = dict(self.groups)[chosen]
+        classes = self.groups[chosen]
         size, chunk = self.batch_size(chosen), list(classes.popleft())
         while classes and len(chunk) + len(classes[0]) <= size:
             chunk.extend(classes.popleft())
@@ -174,11 +158,22 @@ class Planner:
         self.planned += 1
         return batch
 
+    def _group(self) -> tuple | None:
+        """The group of the next batch (counting it as a probe when it is one), or None."""
+        left = [group for group, classes in self.groups.items() if classes]
+        if self.size is not None:
+            return left[0] if left else None
+        for group in left:
+            if group not in self.measured and self.probing.get(group, 0) < self.workers:
+                self.probing[group] = self.probing.get(group, 0) + 1
+                return group
+        return next((group for group in left if group in self.measured), None)
+
     def record(self, batch: Batch, seconds: float | None) -> None:
         """Learn that `batch` took `seconds` of wall time in its worker (None: it failed,
         which only ends its probe)."""
         group = (batch.family, batch.solver, batch.limits)
-        if group in self.probing:
+        if group not in self.measured:  # every batch of an unmeasured group is a probe
             self.probing[group] -= 1
         if seconds is not None:
             total, jobs = self.measured.get(group, (0.0, 0))
