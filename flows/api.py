@@ -31,6 +31,10 @@ import urllib.request
 STARTUP = 120.0
 
 
+class APIError(RuntimeError):
+    """The temporary Prefect API did not start: it exited or did not answer in time."""
+
+
 class TemporaryAPI:
     """The temporary Prefect API of one run, or nothing when an API is configured.
 
@@ -38,7 +42,7 @@ class TemporaryAPI:
     answers and returns its URL (`http://127.0.0.1:PORT/api`), or None when
     Prefect's settings name an API already; `stop()` ends the server (SIGTERM, then
     SIGKILL after 5 s). Also a context manager: stops on exit. `url()` raises
-    RuntimeError when the server exits or does not answer within `timeout` seconds
+    APIError when the server exits or does not answer within `timeout` seconds
     (default: PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, else 120).
     """
 
@@ -68,7 +72,7 @@ class TemporaryAPI:
         if self._answer == "configured":
             return None
         if not self._answer.startswith("port "):
-            raise RuntimeError(f"the temporary Prefect API did not start: {self._failure()}")
+            raise APIError(f"the temporary Prefect API did not start ({self._failure()})")
         url = f"http://127.0.0.1:{self._answer.split()[1]}/api"
         while self._url is None:
             try:
@@ -79,10 +83,12 @@ class TemporaryAPI:
             except OSError:
                 pass
             if self.process.poll() is not None:
-                raise RuntimeError(f"the temporary Prefect API stopped: {self._failure()}")
+                raise APIError(
+                    f"the temporary Prefect API stopped before it answered ({self._failure()})"
+                )
             if time.monotonic() - self.started > self.timeout:
                 self.stop()
-                raise RuntimeError(
+                raise APIError(
                     f"the temporary Prefect API did not answer within {self.timeout:g} s "
                     "(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS)"
                 )

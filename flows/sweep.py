@@ -271,7 +271,7 @@ def prefect_api(api: TemporaryAPI | None = None) -> Iterator[str]:
     through the settings that the task runner ships with each task, every Dask worker at
     it; otherwise each worker process would start its own (DESIGN.md, measured facts).
     Stops the temporary server on exit (also `api` when an API is configured). Yields
-    the API URL. Raises RuntimeError when the temporary API does not start."""
+    the API URL. Raises flows.api.APIError when the temporary API does not start."""
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     if PREFECT_API_URL.value():

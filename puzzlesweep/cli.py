@@ -350,7 +350,7 @@ def run(
         store.locate(catalog_path)  # a URL pyarrow cannot open, or a file, fails here
     except BadInput as exc:
         raise fail(str(exc)) from None
-    from puzzlesweep.flows.api import TemporaryAPI
+    from puzzlesweep.flows.api import APIError, TemporaryAPI
 
     # the temporary Prefect API (about 8 s) starts first, while Prefect is imported here
     api = None if os.environ.get("PREFECT_API_URL") else TemporaryAPI()
@@ -382,6 +382,8 @@ def run(
                 )
         except BadInput as exc:
             raise fail(str(exc)) from None
+        except APIError as exc:
+            raise fail(str(exc), 1) from None
     err.print(
         f"run {report['run_id']}: solved {report['solved']} in {report['batches']} batches "
         f"({report['retried']} retried), skipped {report['skipped']} already in the catalog, "
@@ -454,6 +456,7 @@ def prove(
         raise fail(f"{family}: {validation_message(exc)}") from None
     except (BadInput, ValueError) as exc:
         raise fail(f"{family}: {exc}") from None
+    from puzzlesweep.flows.api import APIError
     from puzzlesweep.flows.prove import run_prove
     from puzzlesweep.flows.sweep import check_address
 
@@ -481,6 +484,8 @@ def prove(
         )
     except BadInput as exc:
         raise fail(str(exc)) from None
+    except APIError as exc:
+        raise fail(str(exc), 1) from None
     out.print(
         f"{family} {' '.join(params or [])} split {split} (key {proof.key}): "
         f"status {report['status']}  objective {_text(report['objective'])}  "
