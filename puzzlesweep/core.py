@@ -12,6 +12,7 @@ is the same hash of the instance's own params, which tells equivalent instances 
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -53,14 +54,16 @@ class Instance:
     family: str
     params: Params
 
-    @property
+    @cached_property
     def key(self) -> str:
-        """The stable instance key of the canonical form (see the module docstring)."""
+        """The stable instance key of the canonical form (see the module docstring;
+        computed once per object, like `params_key`: a batch asks for both several
+        times per instance)."""
         from puzzlesweep import puzzles
 
         return instance_key(self.family, puzzles.get(self.family).canonical(self.params))
 
-    @property
+    @cached_property
     def params_key(self) -> str:
         """The stable key of these very params (equal to `key` for a canonical instance)."""
         return instance_key(self.family, self.params)
