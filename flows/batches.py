@@ -173,7 +173,7 @@ class Planner:
         """Learn that `batch` took `seconds` of wall time in its worker (None: it failed,
         which only ends its probe)."""
         group = (batch.family, batch.solver, batch.limits)
-        if group not in self.measured:  # every batch of an unmeasured group is a probe
+        if self.size is None and group not in self.measured:  # then it was a probe
             self.probing[group] -= 1
         if seconds is not None:
             total, jobs = self.measured.get(group, (0.0, 0))
