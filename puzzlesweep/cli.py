@@ -226,6 +226,20 @@ def _summary_table(catalog_path: str, plan) -> Table:
 
 
 @contextmanager
+def run_errors():
+    """Inside `run` and `prove`: BadInput becomes one line and exit 2, a temporary
+    Prefect API that did not start one line and exit 1 (no traceback for either)."""
+    from puzzlesweep.flows.api import APIError
+
+    try:
+        yield
+    except BadInput as exc:
+        raise fail(str(exc)) from None
+    except APIError as exc:
+        raise fail(str(exc), 1) from None
+
+
+@contextmanager
 def progress_display(every_seconds: float = 10.0):
     """While a sweep runs in this process: a rich progress bar (done, total, rate, time
     left) on a terminal, else a plain line per `every_seconds` and one at the end."""
@@ -350,40 +364,32 @@ def run(
         store.locate(catalog_path)  # a URL pyarrow cannot open, or a file, fails here
     except BadInput as exc:
         raise fail(str(exc)) from None
-    from puzzlesweep.flows.api import APIError, TemporaryAPI
+    from puzzlesweep.flows.api import TemporaryAPI
 
     # the temporary Prefect API (about 8 s) starts first, while Prefect is imported here
     api = None if os.environ.get("PREFECT_API_URL") else TemporaryAPI()
-    with api or nullcontext():
+    with api or nullcontext(), run_errors():
         from puzzlesweep.flows.sweep import check_address, run_sweep
 
         quiet_dask()
         if address:
-            try:
-                check_address(address)
-            except BadInput as exc:
-                raise fail(str(exc)) from None
+            check_address(address)
         err.print(f"sweep {plan.name}: {len(plan.jobs)} instances from {spec} into {catalog_path}")
-        try:
-            with progress_display():
-                report = run_sweep(
-                    spec,
-                    catalog_path,
-                    address,
-                    workers,
-                    batch_size,
-                    force,
-                    memory_limit=memory,
-                    retries=retries,
-                    dashboard_address=dashboard_address,
-                    announce=lambda line: err.print(line, highlight=False, soft_wrap=True),
-                    connect_timeout=connect_timeout,
-                    api=api,
-                )
-        except BadInput as exc:
-            raise fail(str(exc)) from None
-        except APIError as exc:
-            raise fail(str(exc), 1) from None
+        with progress_display():
+            report = run_sweep(
+                spec,
+                catalog_path,
+                address,
+                workers,
+                batch_size,
+                force,
+                memory_limit=memory,
+                retries=retries,
+                dashboard_address=dashboard_address,
+                announce=lambda line: err.print(line, highlight=False, soft_wrap=True),
+                connect_timeout=connect_timeout,
+                api=api,
+            )
     err.print(
         f"run {report['run_id']}: solved {report['solved']} in {report['batches']} batches "
         f"({report['retried']} retried), skipped {report['skipped']} already in the catalog, "
@@ -456,7 +462,6 @@ def prove(
         raise fail(f"{family}: {validation_message(exc)}") from None
     except (BadInput, ValueError) as exc:
         raise fail(f"{family}: {exc}") from None
-    from puzzlesweep.flows.api import APIError
     from puzzlesweep.flows.prove import run_prove
     from puzzlesweep.flows.sweep import check_address
 
@@ -469,7 +474,7 @@ def prove(
         out.print(f"certificate {proof.key} in {catalog_path} holds", highlight=False)
         return
     quiet_dask()
-    try:
+    with run_errors():
         if address:
             check_address(address)
         report = run_prove(
@@ -482,10 +487,6 @@ def prove(
             dashboard_address,
             announce=lambda line: err.print(line, highlight=False, soft_wrap=True),
         )
-    except BadInput as exc:
-        raise fail(str(exc)) from None
-    except APIError as exc:
-        raise fail(str(exc), 1) from None
     out.print(
         f"{family} {' '.join(params or [])} split {split} (key {proof.key}): "
         f"status {report['status']}  objective {_text(report['objective'])}  "
