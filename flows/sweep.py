@@ -396,9 +396,8 @@ def run_sweep(
             urls.append(url)
             say(f"Prefect flow run: {url}")
 
-    if configured and api is not None:
-        api.stop()
-    api = None if configured else api or TemporaryAPI()  # starts while the cluster does
+    if not configured:
+        api = api or TemporaryAPI()  # starts while the cluster does; prefect_api stops it
     with api or nullcontext():
         idle = not address and not _todo(spec_path, catalog.resolve(catalog_path), force)[1]
         if idle:  # every instance is in the catalog: the run only records that, no cluster
