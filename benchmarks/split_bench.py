@@ -22,8 +22,8 @@ import argparse
 import json
 import time
 
-from puzzlesweep import catalog, puzzles
-from puzzlesweep.proof import Proof, best_row, build, part_name, solve_one
+from puzzlesweep import puzzles
+from puzzlesweep.proof import Proof, best_row, build, solve_one, stored
 from puzzlesweep.solvers import Limits, highs
 from puzzlesweep.solvers import split as splitting
 
@@ -74,11 +74,10 @@ def text(status, objective, bound):
 def attempt(path: str, width: int = 3, split: str = "1:0,6") -> None:
     """Print the stored 6x7x6 attempt from the catalog at `path`."""
     proof = Proof("no_k_in_row", BIG, split, width, Limits(600))
-    rows = catalog.read_batch(path, "no_k_in_row", part_name(proof.key, "combined"))
-    if not rows:
+    _, _, row = stored(path, proof)
+    if row is None:
         print(f"\nno stored attempt {proof.key} in {path}")
         return
-    row = rows[0]
     cert = json.loads(row["certificate"])
     parts = cert["parts"]
     final = sum(p["status"] in ("optimal", "infeasible") for p in parts)

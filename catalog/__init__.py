@@ -1,76 +1,75 @@
-"""The Parquet catalog: Hive-partitioned result files, run manifests, one view `results`.
+"""The catalog: two Delta Lake tables, `results` and `runs`, read with DuckDB.
 
-A catalog is a directory, a `file://` URL, or any URL a pyarrow filesystem opens; every
-file operation goes through that filesystem (`store.py`). Each batch of results is one
-Parquet file, `family=NAME/part-RUN_ID-BATCH.parquet`, written with pyarrow datasets
-under a hidden temporary name and moved into place, so a reader never sees half a file
-(DESIGN.md, measured: 0 failed scans in 332). The batch's name is fixed by its run and
-number, so a retried or re-executed batch replaces its own file instead of adding rows.
+Every reader and writer of results goes through this package. A catalog is a directory
+or an object-store URL (`store.py`); `CATALOG/results` is a plain Delta table that tools
+knowing nothing of puzzlesweep read (deltalake, polars `read_delta`, pandas, Spark,
+DuckDB over `DeltaTable.to_pyarrow_dataset()`).
 
-Reading takes a snapshot (commit records, then the listing; see `store.py`) and gives
-DuckDB the explicit list of visible files, read with `union_by_name` (families have
-different parameter columns) and Hive partitioning. Off the local disk the same files
-are scanned through a pyarrow dataset on the same filesystem.
+Reading takes one snapshot (`Snapshot`): both tables at fixed versions, optionally as
+they were at an earlier version or time, and a DuckDB connection with three views:
+
+    results   every row
+    latest    the latest row of every (params_key, solver, time_limit, node_limit): a
+              final status before `error`, then the newest `finished_at` (`LATEST`)
+    runs      one row per run; a `running` run whose heartbeat stopped reads `lost`
 
     from puzzlesweep import catalog
-    rel = catalog.open("results")                       # DuckDB relation over `results`
-    rel.filter("family = 'domination'").aggregate("max(objective)")
+    catalog.query("results", "SELECT family, count(*) FROM latest GROUP BY ALL")
     catalog.to_arrow("results", "SELECT * FROM results WHERE status = 'optimal'")
-    catalog.to_pandas("results", "SELECT family, count(*) n FROM results GROUP BY ALL")
+    catalog.to_pandas("results", "SELECT * FROM runs")
+    catalog.snapshot("results", as_of=3).query("SELECT count(*) FROM results")
 """
 
 import os
-import socket
-import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path, PurePosixPath
-from typing import Any
+from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from puzzlesweep.catalog.schema import (
     COMMON_COLUMNS,
     COMMON_NAMES,
-    MANIFEST_SCHEMA,
+    RUN_SCHEMA,
+    RUN_STATES,
     SCHEMA_VERSION,
     STATUSES,
-    file_schema,
     schema,
 )
-from puzzlesweep.catalog.store import RUNS, Location, exists, locate, snapshot, write_table
+from puzzlesweep.catalog.store import (
+    KEYS,
+    RESULTS,
+    RUNS,
+    CatalogDamaged,
+    Location,
+    append,
+    is_table,
+    locate,
+    open_table,
+)
 from puzzlesweep.core import BadInput
 
-__all__ = [
-    "BadInput",
-    "COMMON_COLUMNS",
-    "COMMON_NAMES",
-    "SCHEMA_VERSION",
-    "STATUSES",
-    "Location",
-    "batch_name",
-    "connect",
-    "default_catalog",
-    "file_schema",
-    "files",
-    "finished",
-    "latest",
-    "locate",
-    "open",
-    "query",
-    "read_batch",
-    "read_run",
-    "resolve",
-    "schema",
-    "to_arrow",
-    "to_pandas",
-    "versions",
-    "write_batch",
-    "write_run",
-]
-
 CatalogLike = str | Path | Location
+
+#: Seconds without a heartbeat after which a `running` run reads `lost` (a run writes
+#: one every `runs.HEARTBEAT_SECONDS`).
+LOST_AFTER_SECONDS = 90
+
+LATEST = """
+SELECT * FROM results
+QUALIFY row_number() OVER (
+    PARTITION BY params_key, solver, time_limit, node_limit
+    ORDER BY status = 'error', finished_at DESC) = 1
+"""
+RUNS_VIEW = f"""
+SELECT * REPLACE (
+    CASE WHEN state = 'running'
+          AND heartbeat_at < now() - INTERVAL {LOST_AFTER_SECONDS} SECOND
+         THEN 'lost' ELSE state END AS state)
+FROM runs_table
+"""
 
 
 def default_catalog() -> str:
@@ -82,190 +81,233 @@ def resolve(catalog: CatalogLike) -> str:
     """The catalog as a string any process can use: an absolute path for a local
     directory (Dask workers may run in another working directory), else the URL.
     Raises BadInput as `locate` does."""
+    return locate(catalog).uri
+
+
+def exists(catalog: CatalogLike) -> bool:
+    """Does `catalog` hold a results or runs table?"""
     location = locate(catalog)
-    return location.root if location.local and "://" not in location.uri else location.uri
+    return is_table(location, RESULTS) or is_table(location, RUNS)
 
 
-def batch_name(run_id: str, number: int) -> str:
-    """The file name of batch `number` (0-based) of run `run_id`."""
-    return f"part-{run_id}-{number:05d}.parquet"
+def check_writable(catalog: CatalogLike) -> Location:
+    """The Location of `catalog` if a sweep may write there: a catalog, an empty or
+    missing directory, or an object-store URL. Raises BadInput (naming what it found)
+    for a directory that holds something else, such as a catalog of the old layout."""
+    location = locate(catalog)
+    if not location.local or exists(location) or not os.path.isdir(location.uri):
+        return location
+    entries = sorted(os.listdir(location.uri))
+    if not entries:
+        return location
+    if any(e.startswith("family=") or e == "_runs" for e in entries):
+        raise BadInput(
+            f"catalog {location.uri} has the old layout (family=*/ Parquet files); "
+            f"migrate it first: puzzlesweep catalog migrate {location.uri} NEW_DIR"
+        )
+    shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+    raise BadInput(f"catalog {location.uri} is a directory of other files ({shown})")
+
+
+def _flat(rows: list[dict]) -> list[dict]:
+    """Rows with their `params` dict spread into columns."""
+    return [{**{k: v for k, v in r.items() if k != "params"}, **r.get("params", {})} for r in rows]
+
+
+def prepare(catalog: CatalogLike, params_models: Iterable[type]) -> Location:
+    """Make sure the results table exists and has the columns of every family whose
+    parameter model is in `params_models` (one schema-merge commit when one is missing),
+    so that the batches of a run never change the schema while they commit side by
+    side. Returns the Location. Raises BadInput as `check_writable` does."""
+    location = check_writable(catalog)
+    wanted = [schema(model) for model in params_models]
+    table = open_table(location, RESULTS)
+    have = set(table.schema().to_arrow().names) if table is not None else set()
+    missing = [s for s in wanted if not set(s.names) <= have]
+    if table is None or missing:
+        merged = pa.unify_schemas(missing or [pa.schema(COMMON_COLUMNS)])
+        append(location, RESULTS, merged.empty_table(), partition_by=["family"])
+    return location
 
 
 def write_batch(
-    catalog: CatalogLike, family: str, params_model: type, rows: list[dict], name: str | None = None
-) -> str:
-    """Write `rows` (dicts with the common columns and a `params` dict, all of family
-    `family`) as one Parquet file `family=FAMILY/NAME`, atomically; returns its path.
+    catalog: CatalogLike, params_model: type, rows: list[dict], app_id: str | None = None
+) -> bool:
+    """Append `rows` (dicts with the common columns and a `params` dict, all of one
+    family whose parameter model is `params_model`) to `results` as one commit. With
+    `app_id` (a run and batch, e.g. "RUN-00012"), the commit carries it as a Delta
+    application transaction and is skipped when one already does: a retried or
+    re-executed batch is stored once. Returns True when written, False when `app_id`
+    was already committed.
 
-    `name` defaults to a fresh `part-RUN_ID-RANDOM.parquet`; a file of the same name is
-    replaced whole. Raises ValueError for an empty batch or rows of another family, and
-    pyarrow's errors for values that do not fit the schema."""
-    import uuid
-
+    Raises ValueError for an empty batch or rows of several families, pyarrow's errors
+    for values that do not fit the schema, OSError from the storage."""
     if not rows:
-        raise ValueError("a batch file needs at least one row")
-    if any(row["family"] != family for row in rows):
-        raise ValueError(f"every row of a {family} batch must be of family {family}")
-    flat = [{**{k: v for k, v in row.items() if k != "params"}, **row["params"]} for row in rows]
-    table = pa.Table.from_pylist(flat, schema=schema(params_model))
-    name = name or f"part-{rows[0].get('run_id', 'run')}-{uuid.uuid4().hex[:12]}.parquet"
-    return write_table(locate(catalog), table, "", name, partition="family")
+        raise ValueError("a batch needs at least one row")
+    if len({row["family"] for row in rows}) != 1:
+        raise ValueError("every row of a batch must be of one family")
+    table = pa.Table.from_pylist(_flat(rows), schema=schema(params_model))
+    keys = [row["params_key"] for row in rows]
+    return append(locate(catalog), RESULTS, table, app_id, keys, partition_by=["family"])
 
 
-def read_batch(catalog: CatalogLike, family: str, name: str) -> list[dict] | None:
-    """The rows (dicts of column → value) of the result file `family=FAMILY/NAME`, or
-    None when it does not exist."""
-    location = locate(catalog)
-    try:
-        table = pq.read_table(location.path(f"family={family}", name), filesystem=location.fs)
-    except FileNotFoundError:
-        return None
-    return table.to_pylist()
+def committed(catalog: CatalogLike, app_id: str) -> bool:
+    """Has a commit of `results` carried application transaction `app_id`?"""
+    table = open_table(locate(catalog), RESULTS)
+    return table is not None and table.transaction_version(app_id) is not None
 
 
-def files(catalog: CatalogLike) -> list[PurePosixPath]:
-    """The visible result files of the catalog (empty when it does not exist)."""
-    return [PurePosixPath(path) for path in snapshot(locate(catalog)).files]
+class Snapshot:
+    """Both tables of a catalog at fixed versions (`results_version`, `runs_version`:
+    ints, or None for a missing table) and a DuckDB connection over them with the views
+    `results`, `latest` and `runs` (see the module docstring).
+
+    `query(sql, parameters)` returns (columns, rows); `relation(sql, parameters)` a
+    DuckDB relation (`.to_arrow_table()`, `.df()`). Both raise BadInput for SQL errors
+    and CatalogDamaged, naming the file, when a data file cannot be read."""
+
+    def __init__(self, location: Location, as_of: int | str | None = None):
+        import duckdb
+
+        self.location = location
+        self.results = open_table(location, RESULTS, as_of)
+        runs = open_table(location, RUNS)  # runs as they are now, also with `as_of`
+        self.results_version = self.results.version() if self.results is not None else None
+        self.runs_version = runs.version() if runs is not None else None
+        self.connection = duckdb.connect()
+        if self.results is not None:
+            self.connection.register("results", self.results.to_pyarrow_dataset())
+            self.connection.execute(f"CREATE VIEW latest AS {LATEST}")
+        self.connection.register(
+            "runs_table", runs.to_pyarrow_table() if runs is not None else RUN_SCHEMA.empty_table()
+        )
+        self.connection.execute(f"CREATE VIEW runs AS {RUNS_VIEW}")
+
+    def files(self) -> list[str]:
+        """The data files of `results` in this snapshot (URIs)."""
+        return self.results.file_uris() if self.results is not None else []
+
+    def relation(self, sql: str, parameters: list | None = None):
+        """The DuckDB relation of `sql` (with `?` bound to `parameters`)."""
+        if self.results is None:
+            raise BadInput(f"catalog {self.location.uri} holds no results yet")
+        with self._errors():
+            relation = self.connection.sql(sql, params=parameters or None)
+        if relation is None:
+            raise BadInput("query failed: the statement returns no rows (use SELECT)")
+        return relation
+
+    def query(self, sql: str, parameters: list | None = None) -> tuple[list[str], list[tuple]]:
+        """(column names, rows as tuples) of `sql` over the views."""
+        relation = self.relation(sql, parameters)
+        with self._errors():
+            return list(relation.columns), relation.fetchall()
+
+    def arrow(self, sql: str, parameters: list | None = None) -> pa.Table:
+        """The result of `sql` as a pyarrow Table."""
+        relation = self.relation(sql, parameters)
+        with self._errors():
+            return relation.to_arrow_table()
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """A failed read of a data file becomes CatalogDamaged naming the file, any other
+        DuckDB error BadInput with DuckDB's message."""
+        import duckdb
+
+        try:
+            yield
+        except (OSError, pa.ArrowException, duckdb.Error) as exc:
+            from puzzlesweep.catalog.maintenance import damaged_files
+
+            damaged = [path for path, _ in damaged_files(self.location, self.results)]
+            if not damaged and isinstance(exc, duckdb.Error):
+                raise BadInput(f"query failed: {exc}") from None
+            if not damaged:
+                raise
+            more = f" and {len(damaged) - 1} more" if len(damaged) > 1 else ""
+            raise CatalogDamaged(
+                f"catalog {self.location.uri}: data file {damaged[0]}{more} cannot be read "
+                f"({str(exc).splitlines()[0][:120]}); run `puzzlesweep catalog check`, then "
+                "`puzzlesweep catalog repair` and re-run the sweep to solve its rows again"
+            ) from None
 
 
-def _arrow_dataset(location: Location, paths: list[str]):
-    """A pyarrow dataset over `paths` with the union of their schemas and `family` from
-    the Hive directories."""
-    import pyarrow.dataset as ds
-
-    schemas = [pq.read_schema(path, filesystem=location.fs) for path in paths]
-    unified = pa.unify_schemas(
-        [*schemas, pa.schema([("family", pa.string())])], promote_options="permissive"
-    )
-    return ds.dataset(
-        paths,
-        schema=unified,
-        format="parquet",
-        filesystem=location.fs,
-        partitioning=ds.partitioning(pa.schema([("family", pa.string())]), flavor="hive"),
-        partition_base_dir=location.root,
-    )
-
-
-def _sql_list(paths: list[str]) -> str:
-    return "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
-
-
-def connect(catalog: CatalogLike, engine: str = "auto"):
-    """A DuckDB connection with the views `results` (every visible result) and `runs`
-    (every run manifest row; absent when no run wrote one). The file list is fixed when
-    the connection is made: connect again to see newer results.
-
-    `engine`: `duckdb` reads the files with DuckDB's Parquet reader (local files only),
-    `arrow` scans a pyarrow dataset on the catalog's filesystem, `auto` picks `duckdb`
-    locally and `arrow` elsewhere. Raises BadInput when the catalog does not exist or
-    holds no results, or for an unknown engine."""
-    import duckdb
-
-    if engine not in ("auto", "duckdb", "arrow"):
-        raise BadInput(f"engine must be auto, duckdb or arrow, not {engine!r}")
+def snapshot(catalog: CatalogLike, as_of: int | str | None = None) -> Snapshot:
+    """A Snapshot of `catalog`, now or `as_of` a version (int) or a time (ISO 8601
+    string). Raises BadInput when the catalog does not exist or has no such version."""
     location = locate(catalog)
     if not exists(location):
         raise BadInput(f"catalog {location.uri} does not exist (run a sweep into it first)")
-    shot = snapshot(location)
-    if not shot.files:
-        raise BadInput(f"catalog {location.uri} holds no results yet (no family=*/*.parquet)")
-    if engine == "auto":
-        engine = "duckdb" if location.local else "arrow"
-    if engine == "duckdb" and not location.local:
-        raise BadInput("engine duckdb reads local catalogs only; use engine arrow")
-    connection = duckdb.connect()
-    if engine == "duckdb":
-        connection.execute(
-            f"CREATE VIEW results AS SELECT * FROM read_parquet({_sql_list(shot.files)}, "
-            "hive_partitioning = true, union_by_name = true)"
-        )
-        if shot.runs:
-            connection.execute(
-                f"CREATE VIEW runs AS SELECT * FROM read_parquet({_sql_list(shot.runs)}, "
-                "union_by_name = true)"
-            )
-    else:
-        connection.register("results", _arrow_dataset(location, shot.files))
-        if shot.runs:
-            tables = [pq.read_table(p, filesystem=location.fs) for p in shot.runs]
-            connection.register("runs", pa.concat_tables(tables, promote_options="permissive"))
-    return connection
+    return Snapshot(location, as_of)
 
 
-def open(catalog: CatalogLike, engine: str = "auto"):
-    """The DuckDB relation `results` over the whole catalog (see `connect`): filter,
-    aggregate, `.to_arrow_table()`, `.df()`. Raises BadInput as `connect` does."""
-    return connect(catalog, engine).view("results")
+def connect(catalog: CatalogLike, as_of: int | str | None = None):
+    """A DuckDB connection with the views `results`, `latest` and `runs` over one
+    snapshot (see `snapshot`). Raises BadInput as `snapshot` does."""
+    shot = snapshot(catalog, as_of)
+    if shot.results is None:
+        raise BadInput(f"catalog {shot.location.uri} holds no results yet")
+    return shot.connection
 
 
-def _execute(catalog: CatalogLike, sql: str, parameters: list | None, engine: str = "auto"):
-    import duckdb
-
-    connection = connect(catalog, engine)
-    try:
-        relation = connection.sql(sql, params=parameters or None)
-    except duckdb.Error as exc:
-        raise BadInput(f"query failed: {exc}") from None
-    if relation is None:
-        raise BadInput("query failed: the statement returns no rows (use SELECT)")
-    return relation
+def open(catalog: CatalogLike):
+    """The DuckDB relation `results` of the catalog: filter, aggregate,
+    `.to_arrow_table()`, `.df()`. Raises BadInput as `connect` does."""
+    return connect(catalog).view("results")
 
 
 def query(
-    catalog: CatalogLike, sql: str, parameters: list | None = None
+    catalog: CatalogLike, sql: str, parameters: list | None = None, as_of: int | str | None = None
 ) -> tuple[list[str], list[tuple]]:
-    """Run `sql` (with `?` placeholders bound to `parameters`) over the views `results`
-    and `runs`; returns (column names, rows as tuples).
-
-    Raises BadInput for a missing or empty catalog or an SQL error (DuckDB's message)."""
-    import duckdb
-
-    relation = _execute(catalog, sql, parameters)
-    try:
-        return list(relation.columns), relation.fetchall()
-    except duckdb.Error as exc:
-        raise BadInput(f"query failed: {exc}") from None
+    """Run `sql` (with `?` placeholders bound to `parameters`) over the views `results`,
+    `latest` and `runs` of one snapshot; returns (column names, rows as tuples). Raises
+    BadInput for a missing or empty catalog or an SQL error, CatalogDamaged for a data
+    file that cannot be read."""
+    return snapshot(catalog, as_of).query(sql, parameters)
 
 
 def to_arrow(
     catalog: CatalogLike, sql: str = "SELECT * FROM results", parameters: list | None = None
 ) -> pa.Table:
-    """The result of `sql` over the catalog as a pyarrow Table (typed columns: lists
-    stay lists, timestamps UTC). Raises BadInput as `query` does."""
-    return _execute(catalog, sql, parameters).to_arrow_table()
+    """The result of `sql` as a pyarrow Table (typed columns: lists stay lists,
+    timestamps UTC). Raises as `query` does."""
+    return snapshot(catalog).arrow(sql, parameters)
 
 
 def to_pandas(
     catalog: CatalogLike, sql: str = "SELECT * FROM results", parameters: list | None = None
 ):
-    """The result of `sql` over the catalog as a pandas DataFrame (needs pandas
-    installed; raises ImportError naming it otherwise). Raises BadInput as `query`."""
+    """The result of `sql` as a pandas DataFrame (needs pandas; raises ImportError
+    naming it otherwise). Raises as `query` does."""
     try:
         import pandas  # noqa: F401
     except ImportError:
         raise ImportError("to_pandas needs pandas: pip install pandas") from None
-    return _execute(catalog, sql, parameters).df()
+    return snapshot(catalog).relation(sql, parameters).df()
 
 
-def finished(
-    catalog: CatalogLike, planned: Iterable[tuple[str, str, float, int | None]] | None = None
-) -> set[tuple[str, str, float, int | None]]:
+def files(catalog: CatalogLike) -> list[str]:
+    """The data files of `results` now (URIs); empty for a missing catalog."""
+    table = open_table(locate(catalog), RESULTS)
+    return table.file_uris() if table is not None else []
+
+
+DoneKey = tuple[str, str, float, int | None]
+
+
+def finished(catalog: CatalogLike, planned: Iterable[DoneKey] | None = None) -> set[DoneKey]:
     """The (params_key, solver, time_limit in seconds, node_limit) that already have a
     final result (any status but `error`); empty for a missing or empty catalog. Keyed by
-    the row's own params_key, not the shared instance_key, so an instance equivalent to
-    one solved in an earlier run still gets its own row.
-
-    With `planned` (such tuples), only those are looked up: DuckDB joins them with the
-    catalog, so the answer, and its cost in Python, scale with the plan, not with the
-    catalog."""
+    the row's own params_key, so an instance equivalent to one solved earlier still gets
+    its own row. With `planned` (such tuples), only those are looked up: DuckDB joins
+    them with the catalog, so the cost scales with the plan, not with the catalog."""
     location = locate(catalog)
-    if not snapshot(location).files:
+    if open_table(location, RESULTS) is None:
         return set()
-    connection = connect(location)
-    own = _own_key(connection.execute("SELECT * FROM results LIMIT 0").description)
+    shot = Snapshot(location)
     sql = (
-        f"SELECT DISTINCT {own}, solver, time_limit, node_limit FROM results "
+        "SELECT DISTINCT params_key, solver, time_limit, node_limit FROM results "
         "WHERE status <> 'error'"
     )
     if planned is not None:
@@ -280,38 +322,19 @@ def finished(
                 ]
             ),
         )
-        connection.register("planned", keys)
+        shot.connection.register("planned", keys)
         sql += (
-            f" AND ({own}, solver, time_limit, coalesce(node_limit, -1)) IN "
+            " AND (params_key, solver, time_limit, coalesce(node_limit, -1)) IN "
             "(SELECT (params_key, solver, time_limit, coalesce(node_limit, -1)) FROM planned)"
         )
-    rows = connection.execute(sql).fetchall()
+    _, rows = shot.query(sql)
     return {(key, solver, limit, nodes) for key, solver, limit, nodes in rows}
 
 
-def _own_key(description) -> str:
-    """The SQL expression of a row's own params key, given the `results` columns (a DuckDB
-    cursor description). Rows written before `params_key` existed have instance_key = the
-    hash of their own params, which is the same thing."""
-    names = {column[0] for column in description or []}
-    return "coalesce(params_key, instance_key)" if "params_key" in names else "instance_key"
-
-
-LATEST = """
-SELECT * FROM results WHERE sweep = ?
-QUALIFY row_number() OVER (
-    PARTITION BY {key}, solver, time_limit, node_limit
-    ORDER BY status = 'error', finished_at DESC) = 1
-"""
-
-
 def latest(catalog: CatalogLike, sweep: str) -> list[dict]:
-    """The latest result of every (instance, solver, limits) of sweep `sweep`, a final
-    one before an error, as dicts of column → value (one per params_key: equivalent
-    instances each keep their row)."""
-    columns, _ = query(catalog, "SELECT * FROM results LIMIT 0")
-    key = _own_key([(name,) for name in columns])
-    columns, rows = query(catalog, LATEST.format(key=key), [sweep])
+    """The latest result (view `latest`) of every instance, solver and limits of sweep
+    `sweep`, as dicts of column → value."""
+    columns, rows = query(catalog, "SELECT * FROM latest WHERE sweep = ?", [sweep])
     return [dict(zip(columns, row, strict=True)) for row in rows]
 
 
@@ -323,8 +346,10 @@ def _version(package: str) -> str:
 
 
 def versions() -> dict[str, str]:
-    """The versions a manifest records: puzzlesweep, HiGHS (highspy), Prefect, Dask,
+    """The versions a run records: puzzlesweep, HiGHS (highspy), Prefect, Dask,
     distributed and Python."""
+    import sys
+
     return {
         "puzzlesweep_version": _version("puzzlesweep"),
         "highs_version": _version("highspy"),
@@ -335,35 +360,69 @@ def versions() -> dict[str, str]:
     }
 
 
-def write_run(catalog: CatalogLike, run: dict[str, Any]) -> str:
-    """Write (or replace) the manifest row of run `run["run_id"]` as
-    `_runs/run-RUN_ID.parquet`, atomically; returns its path. Missing columns of
-    `MANIFEST_SCHEMA` are filled in: versions, host, pid, schema_version, else null."""
-    row = {
-        **versions(),
-        "host": socket.gethostname(),
-        "pid": os.getpid(),
-        "schema_version": SCHEMA_VERSION,
-        **run,
-    }
-    unknown = set(row) - set(MANIFEST_SCHEMA.names)
-    if unknown:
-        raise ValueError(f"unknown manifest columns: {', '.join(sorted(unknown))}")
-    table = pa.Table.from_pylist([row], schema=MANIFEST_SCHEMA)
-    return write_table(locate(catalog), table, RUNS, f"run-{row['run_id']}.parquet")
+def now() -> datetime:
+    """The current time, UTC (the catalog's timestamps are UTC)."""
+    return datetime.now(UTC)
 
 
-def read_run(catalog: CatalogLike, run_id: str) -> dict[str, Any] | None:
-    """The manifest row of run `run_id` as a dict, or None when there is none."""
-    location = locate(catalog)
-    path = location.path(RUNS, f"run-{run_id}.parquet")
-    try:
-        rows = pq.read_table(path, filesystem=location.fs).to_pylist()
-    except FileNotFoundError:
-        return None
-    return rows[0] if rows else None
+from puzzlesweep.catalog.maintenance import (  # noqa: E402
+    Problem,
+    check,
+    compact,
+    history,
+    migrate,
+    repair,
+)
+from puzzlesweep.catalog.runs import (  # noqa: E402
+    Heartbeat,
+    claim,
+    live_runs,
+    read_run,
+    refuse_if_busy,
+    write_run,
+)
 
-
-from puzzlesweep.catalog.maintenance import Problem, check, compact  # noqa: E402
-
-__all__ += ["Problem", "check", "compact"]
+__all__ = [
+    "KEYS",
+    "BadInput",
+    "COMMON_COLUMNS",
+    "COMMON_NAMES",
+    "CatalogDamaged",
+    "Heartbeat",
+    "LOST_AFTER_SECONDS",
+    "Location",
+    "Problem",
+    "RUN_STATES",
+    "SCHEMA_VERSION",
+    "STATUSES",
+    "Snapshot",
+    "check",
+    "check_writable",
+    "claim",
+    "committed",
+    "compact",
+    "connect",
+    "default_catalog",
+    "exists",
+    "files",
+    "finished",
+    "history",
+    "latest",
+    "live_runs",
+    "locate",
+    "migrate",
+    "open",
+    "prepare",
+    "query",
+    "read_run",
+    "refuse_if_busy",
+    "repair",
+    "resolve",
+    "schema",
+    "snapshot",
+    "to_arrow",
+    "to_pandas",
+    "versions",
+    "write_batch",
+    "write_run",
+]

@@ -1,256 +1,286 @@
-"""Keeping a catalog healthy: `check` reads every file, `compact` merges small files.
+"""Keeping a catalog healthy: check, repair, compact, history, and migrate the old layout.
 
-Compaction follows the commit protocol of `store.py`: write the merged file (hidden
-until committed), check its row count, then write one commit record that adds it and
-removes its inputs, atomically. Readers see either the inputs or the merged file, never
-both and never neither; inputs are deleted only once their commit is older than the
-grace period, so a reader's older snapshot stays readable meanwhile.
+- `check` reads every data file of `results` and `runs` whole and names each one that
+  is missing or cannot be read, and any result stored twice by one run.
+- `repair` takes damaged files out of `results` with one Delta commit (the files move to
+  `CATALOG/damaged/`), and names the instances whose rows were lost, from the commit
+  info that every batch commit carries (`store.KEYS`); a re-run of the sweep then solves
+  exactly those again, since nothing else is missing.
+- `compact` is Delta's optimize (small files merged into large ones, one commit) then
+  vacuum (files no version younger than the retention needs are deleted). A reader sees
+  one version or the next, never both sets of files, so no row is ever counted twice.
+- `migrate` copies a catalog of the old layout (`family=NAME/*.parquet`, `_commits/`,
+  `_runs/`) into a new catalog, re-verifying every row.
 """
 
-import os
-import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+import json
+import posixpath
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from urllib.parse import unquote
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from puzzlesweep.catalog.schema import MANIFEST_SCHEMA, SCHEMA_VERSION, file_schema
 from puzzlesweep.catalog.store import (
-    COMMITS,
+    KEYS,
+    RESULTS,
+    RUNS,
+    CatalogDamaged,
     Location,
     locate,
-    snapshot,
-    write_json,
-    write_table,
+    open_table,
 )
 from puzzlesweep.core import BadInput
+
+DAMAGED = "damaged"  # CATALOG/damaged/VERSION/PATH: files taken out by `repair`
 
 
 @dataclass(frozen=True)
 class Problem:
-    """One finding of `check`: the file (path relative to the catalog root), what kind
-    of problem (unreadable, schema, stray, duplicate, leftover), a message, and whether
-    it makes the catalog unhealthy (`fatal`; leftovers of killed writers are not)."""
+    """One finding of `check`: `path` (a data file relative to the catalog root, or an
+    instance key), `kind` (missing, unreadable, duplicate) and a message."""
 
     path: str
     kind: str
     message: str
-    fatal: bool = True
 
 
-#: Columns added after schema version 1 files were written (symmetry, issue 3; split
-#: proofs, issue 6, schema version 2): a file without them is still whole; its
-#: instance_key is then the hash of its own params.
-OPTIONAL_COLUMNS = ("params_key", "equivalent", "subproblem", "certificate")
+def _filesystem(location: Location) -> pafs.FileSystem:
+    """A pyarrow filesystem rooted at the catalog (paths like `results/family=x/...`),
+    through delta-rs's own storage layer, so that it reaches whatever the tables do."""
+    from deltalake.fs import DeltaStorageHandler
+
+    return pafs.PyFileSystem(DeltaStorageHandler(location.uri, location.storage_options))
 
 
-def _expected(family: str) -> pa.Schema | None:
-    """The file schema of `family`, or None for a family this version does not know."""
-    from puzzlesweep import puzzles
-
-    if family not in puzzles.FAMILIES:
-        return None
-    return file_schema(puzzles.get(family).Params)
+def _data_files(table) -> list[str]:
+    """The data files of `table`'s current version, relative to the table root."""
+    actions = pa.table(table.get_add_actions(flatten=True))
+    return sorted(unquote(path) for path in actions.column("path").to_pylist())
 
 
-def _schema_difference(actual: pa.Schema, expected: pa.Schema) -> str:
-    """'' when `actual` has exactly the expected columns and types (a `family` string
-    column is tolerated: older writers kept it in the file), else what differs."""
-    have = {f.name: f.type for f in actual if not (f.name == "family" and f.type == pa.string())}
-    want = {f.name: f.type for f in expected}
-    for name in OPTIONAL_COLUMNS:  # files written before these columns existed
-        if name not in have:
-            want.pop(name, None)
-    clauses = []
-    if missing := sorted(set(want) - set(have)):
-        clauses.append(f"missing columns {', '.join(missing)}")
-    if extra := sorted(set(have) - set(want)):
-        clauses.append(f"unexpected columns {', '.join(extra)}")
-    for name in sorted(set(want) & set(have)):
-        if have[name] != want[name]:
-            clauses.append(f"column {name} is {have[name]}, expected {want[name]}")
-    return "; ".join(clauses)
-
-
-def _check_result_file(location: Location, path: str) -> Problem | None:
-    """Read one result file whole and compare it with its family's schema."""
-    relative = location.relative(path)
-    try:
-        table = pq.read_table(path, filesystem=location.fs)
-    except (OSError, pa.ArrowException) as exc:
-        return Problem(relative, "unreadable", f"cannot be read: {exc}")
-    family = relative.split("/")[0].removeprefix("family=")
-    expected = _expected(family)
-    if expected is None:
-        return Problem(relative, "schema", f"unknown family {family!r}")
-    if difference := _schema_difference(table.schema, expected):
-        return Problem(relative, "schema", difference)
-    versions = set(table.column("schema_version").unique().to_pylist())
-    if not versions <= set(range(1, SCHEMA_VERSION + 1)):  # older files stay readable
-        return Problem(
-            relative, "schema", f"schema_version {sorted(versions)}, expected 1..{SCHEMA_VERSION}"
-        )
-    return None
-
-
-def _check_run_file(location: Location, path: str) -> Problem | None:
-    relative = location.relative(path)
-    try:
-        table = pq.read_table(path, filesystem=location.fs)
-    except (OSError, pa.ArrowException) as exc:
-        return Problem(relative, "unreadable", f"cannot be read: {exc}")
-    if difference := _schema_difference(table.schema, MANIFEST_SCHEMA):
-        return Problem(relative, "schema", difference)
-    return None
+def damaged_files(location: Location, table, whole: bool = False) -> list[tuple[str, str]]:
+    """(path relative to the catalog root, what is wrong) of every data file of `table`
+    (a results or runs DeltaTable, or None) that is missing or cannot be read: its
+    footer, or with `whole` every page."""
+    if table is None:
+        return []
+    fs = _filesystem(location)
+    name = posixpath.basename(table.table_uri.rstrip("/"))
+    found = []
+    for relative in _data_files(table):
+        path = f"{name}/{relative}"
+        try:
+            if whole:
+                pq.read_table(path, filesystem=fs)
+            else:
+                pq.read_metadata(path, filesystem=fs)
+        except FileNotFoundError:
+            found.append((path, "missing"))
+        except (OSError, pa.ArrowException) as exc:
+            found.append((path, str(exc).splitlines()[0][:200]))
+    return found
 
 
 def check(catalog) -> list[Problem]:
-    """Read every file of `catalog` (visible, hidden-by-commit, pending and manifests)
-    whole and return the problems found, fatal ones first: unreadable files, schema
-    mismatches (columns, types, schema_version, unknown family), stray files, the same
-    (run, instance, solver, limits) twice among visible results, and (not fatal)
-    temporary files left by killed writers. Raises BadInput for a missing catalog."""
-    from puzzlesweep import catalog as api
+    """Read every data file of the catalog whole and return the problems: missing or
+    unreadable files, then (only when every file reads) a (run, instance, solver,
+    limits) stored more than once. Empty: healthy. Raises BadInput for a missing
+    catalog."""
+    from puzzlesweep.catalog import exists, query
 
     location = locate(catalog)
-    shot = snapshot(location)
-    if not location.fs.get_file_info(location.root).type.name == "Directory":
+    if not exists(location):
         raise BadInput(f"catalog {location.uri} does not exist")
     problems = []
-    for path in [*shot.files, *shot.removed, *shot.pending]:
-        if found := _check_result_file(location, path):
-            problems.append(found)
-    for path in shot.runs:
-        if found := _check_run_file(location, path):
-            problems.append(found)
-    for path in shot.strays:
-        problems.append(Problem(location.relative(path), "stray", "not a catalog file"))
-    if shot.files and not problems:
-        columns, _ = api.query(location, "SELECT * FROM results LIMIT 0")
-        own = api._own_key([(name,) for name in columns])  # equivalents share instance_key
-        _, rows = api.query(
+    for name in (RESULTS, RUNS):
+        for path, why in damaged_files(location, open_table(location, name), whole=True):
+            kind = "missing" if why == "missing" else "unreadable"
+            problems.append(Problem(path, kind, why))
+    if not problems and open_table(location, RESULTS) is not None:
+        _, rows = query(
             location,
-            f"SELECT run_id, {own}, solver, time_limit, node_limit, count(*) "
-            "FROM results GROUP BY ALL HAVING count(*) > 1 ORDER BY ALL",
+            "SELECT run_id, params_key, solver, time_limit, node_limit, count(*) FROM results "
+            "GROUP BY ALL HAVING count(*) > 1 ORDER BY ALL",
         )
         for run_id, key, solver, limit, nodes, count in rows:
             message = f"{count} results in run {run_id} ({solver}, {limit} s, {nodes} nodes)"
             problems.append(Problem(key, "duplicate", message))
-    for path in shot.temporary:
-        problems.append(Problem(location.relative(path), "leftover", "temporary file", fatal=False))
-    return sorted(problems, key=lambda p: (not p.fatal, p.kind, p.path))
+    return problems
 
 
-def _merge(location: Location, paths: list[str]) -> pa.Table:
-    """The rows of `paths`, in file order, under one schema (raises BadInput naming a
-    file that cannot be read or merged)."""
-    tables = []
-    for path in paths:
-        try:
-            table = pq.read_table(path, filesystem=location.fs)
-        except (OSError, pa.ArrowException) as exc:
-            raise BadInput(f"{location.relative(path)} cannot be read: {exc}") from None
-        if "family" in table.schema.names:
-            table = table.drop_columns(["family"])
-        tables.append(table)
-    try:
-        return pa.concat_tables(tables, promote_options="default")
-    except pa.ArrowInvalid as exc:
-        raise BadInput(f"files of different schemas (run catalog check): {exc}") from None
+def _log(location: Location) -> dict[int, list[dict]]:
+    """Version → the actions of its commit, read from `results/_delta_log/*.json` (the
+    Delta protocol's commit files; versions whose file was cleaned up are absent)."""
+    fs = _filesystem(location)
+    selector = pafs.FileSelector(f"{RESULTS}/_delta_log", allow_not_found=True)
+    log = {}
+    for info in fs.get_file_info(selector):
+        stem = info.base_name.removesuffix(".json")
+        if info.base_name.endswith(".json") and stem.isdigit():
+            with fs.open_input_stream(info.path) as source:
+                text = source.read().decode()
+            log[int(stem)] = [json.loads(line) for line in text.splitlines() if line.strip()]
+    return log
 
 
-def compact(
-    catalog, family: str | None = None, min_files: int = 2, grace_seconds: float = 3600
-) -> list[dict]:
-    """Merge the visible files of each partition (or only `family`'s) that has at least
-    `min_files` into one file, committed atomically; then delete files hidden by
-    commits older than `grace_seconds`, compaction outputs never committed and
-    temporary files older than it. Returns one dict per partition compacted:
-    {"family", "files" (merged), "rows", "file" (the new path)}, and a last
-    {"deleted": N}. Raises BadInput for a missing catalog or an unreadable input; the
-    catalog is then unchanged (the merged file stays hidden and is deleted later).
+def lost_keys(location: Location, paths: list[str]) -> list[str] | None:
+    """The params keys of the rows in the data files `paths` (relative to the table
+    root): from the commit that added each file (`store.KEYS`), following a compaction
+    back to the files it merged. None when the log no longer tells."""
+    added, keys_of = {}, {}
+    for version, actions in sorted(_log(location).items()):
+        info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+        removed = [unquote(a["remove"]["path"]) for a in actions if "remove" in a]
+        for action in actions:
+            if "add" in action:
+                added[unquote(action["add"]["path"])] = (info, removed)
+        keys_of[version] = info
+    found: set[str] = set()
 
-    On a local disk a second compaction at the same time raises BadInput (a lock). On
-    other filesystems run one at a time; should two overlap, the later commit is ignored
-    by readers (no rows doubled) and its output deleted after the grace period."""
+    def collect(path: str) -> bool:
+        if path not in added:
+            return False
+        info, removed = added[path]
+        if KEYS in info:
+            found.update(json.loads(info[KEYS]) or [])
+            return True
+        return bool(removed) and all(collect(p) for p in removed)  # a compaction's inputs
+
+    return sorted(found) if all(collect(p) for p in paths) else None
+
+
+def repair(catalog) -> dict:
+    """Take every missing or unreadable data file out of `results` in one Delta commit
+    (unreadable files move to `CATALOG/damaged/VERSION/`). Returns {"removed": [paths],
+    "lost": [params keys] or None when the log cannot tell, "version": the table version
+    after the repair, or None when nothing was damaged}. Raises BadInput for a missing
+    catalog."""
+    from deltalake import CommitProperties
+
     location = locate(catalog)
-    if not location.fs.get_file_info(location.root).type.name == "Directory":
+    table = open_table(location, RESULTS)
+    if table is None:
+        raise BadInput(f"catalog {location.uri} has no results table")
+    damaged = damaged_files(location, table, whole=True)
+    if not damaged:
+        return {"removed": [], "lost": [], "version": None}
+    paths = [path for path, _ in damaged]
+    lost = lost_keys(location, [p.removeprefix(f"{RESULTS}/") for p in paths])
+    fs = _filesystem(location)
+    for path, why in damaged:
+        if why != "missing":
+            target = f"{DAMAGED}/{table.version()}/{path}"
+            fs.create_dir(posixpath.dirname(target), recursive=True)
+            fs.move(path, target)
+    metadata = {"puzzlesweep.lost": json.dumps(lost), "puzzlesweep.removed": json.dumps(paths)}
+    table.repair(commit_properties=CommitProperties(custom_metadata=metadata))
+    return {"removed": paths, "lost": lost, "version": table.version()}
+
+
+def compact(catalog, retain_hours: int = 168) -> dict:
+    """Optimize both tables (merge small files into large ones, one commit each), then
+    vacuum: delete files that no version of the last `retain_hours` hours needs (0
+    frees the disk at once, but a reader that still holds an older version then fails).
+    Returns {"results": {"files_removed", "files_added", "version"}, "runs": ...,
+    "deleted": N}. Raises BadInput for a missing catalog, CatalogDamaged for a data file
+    that cannot be read (nothing is changed then)."""
+    from puzzlesweep.catalog import exists
+
+    location = locate(catalog)
+    if not exists(location):
         raise BadInput(f"catalog {location.uri} does not exist")
-    with _exclusive(location):
-        return _compact(location, family, min_files, grace_seconds)
-
-
-@contextmanager
-def _exclusive(location: Location) -> Iterator[None]:
-    """Hold the catalog's compaction lock (an flock on `_commits/.lock`, released by
-    the kernel if the process dies); a no-op off the local disk. Raises BadInput when
-    another compaction holds it."""
-    if not location.local:
-        yield
-        return
-    import fcntl
-
-    location.fs.create_dir(location.path(COMMITS), recursive=True)
-    descriptor = os.open(location.path(COMMITS, ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise BadInput(f"catalog {location.uri}: another compaction is running") from None
-        yield
-    finally:
-        os.close(descriptor)
-
-
-def _compact(location: Location, family: str | None, min_files: int, grace_seconds: float):
-    shot = snapshot(location)
-    partitions: dict[str, list[str]] = {}
-    for path in shot.files:
-        partitions.setdefault(location.relative(path).split("/")[0], []).append(path)
-    if family is not None and f"family={family}" not in partitions:
-        raise BadInput(f"catalog {location.uri} has no partition family={family}")
-    done: list[dict] = []
-    for partition, paths in sorted(partitions.items()):
-        if (family is not None and partition != f"family={family}") or len(paths) < min_files:
+    report: dict = {"deleted": 0}
+    for name in (RESULTS, RUNS):
+        table = open_table(location, name)
+        if table is None:
             continue
-        table = _merge(location, paths)
-        stamp = f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
-        merged = write_table(location, table, partition, f"compact-{stamp}.parquet")
-        written = pq.read_metadata(merged, filesystem=location.fs).num_rows
-        if written != table.num_rows:
-            raise RuntimeError(f"{merged}: wrote {written} rows of {table.num_rows}")
-        record = {
-            "add": [location.relative(merged)],
-            "remove": [location.relative(p) for p in paths],
-            "rows": table.num_rows,
-            "committed_at": time.time(),
-        }
-        write_json(location, COMMITS, f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.json", record)
-        done.append(
-            {"family": partition.removeprefix("family="), "files": len(paths), "rows": written}
-            | {"file": location.relative(merged)}
+        if damaged := damaged_files(location, table):
+            raise CatalogDamaged(
+                f"catalog {location.uri}: data file {damaged[0][0]} cannot be read; "
+                "run `puzzlesweep catalog repair` before compacting"
+            )
+        metrics = table.optimize.compact()
+        deleted = table.vacuum(
+            retention_hours=retain_hours, dry_run=False, enforce_retention_duration=False
         )
-    done.append({"deleted": vacuum(location, grace_seconds)})
-    return done
+        report["deleted"] += len(deleted)
+        report[name] = {
+            "files_removed": metrics["numFilesRemoved"],
+            "files_added": metrics["numFilesAdded"],
+            "version": table.version(),
+        }
+    return report
 
 
-def vacuum(catalog, grace_seconds: float = 3600) -> int:
-    """Delete files hidden by commits older than `grace_seconds`, and compaction outputs
-    never committed and temporary files last modified before it; returns how many."""
+def history(catalog, limit: int | None = None) -> list[dict]:
+    """The commits of `results`, newest first: {"version", "timestamp" (UTC datetime),
+    "operation", "rows" (added), "files_added", "files_removed", "app_id"}. Raises
+    BadInput for a catalog without results."""
     location = locate(catalog)
-    shot = snapshot(location)
-    now = time.time()
-    old_commits = {
-        path
-        for _, record in shot.commits
-        if now - record["committed_at"] >= grace_seconds
-        for path in record["remove"]
-    }
-    doomed = [p for p in shot.removed if location.relative(p) in old_commits]
-    doomed += [p for p in [*shot.pending, *shot.temporary] if now - shot.mtimes[p] >= grace_seconds]
-    for path in doomed:
-        location.fs.delete_file(path)
-    return len(doomed)
+    table = open_table(location, RESULTS)
+    if table is None:
+        raise BadInput(f"catalog {location.uri} has no results table")
+    entries = []
+    for commit in table.history(limit):
+        metrics = commit.get("operationMetrics", {})
+        entries.append(
+            {
+                "version": commit.get("version"),
+                "timestamp": datetime.fromtimestamp(commit["timestamp"] / 1000, UTC),
+                "operation": commit.get("operation"),
+                "rows": metrics.get("num_added_rows"),
+                "files_added": metrics.get("num_added_files", metrics.get("numFilesAdded")),
+                "files_removed": metrics.get("num_removed_files", metrics.get("numFilesRemoved")),
+            }
+        )
+    return entries
+
+
+def migrate(source, target) -> dict:
+    """Copy the catalog of the old layout at `source` (a local directory) into a new
+    catalog at `target` (which must not hold anything yet): every visible result row,
+    re-verified from its solution (`verified` and `error` say what the check found now),
+    and every run manifest. One commit per old file, with application transactions, so
+    an interrupted migration run again copies only what is missing. Returns {"rows",
+    "files", "runs", "failed" (rows whose re-check failed)}. Raises BadInput for a
+    source of another layout or a target that already holds something."""
+    from puzzlesweep import puzzles
+    from puzzlesweep.catalog import check_writable, prepare, write_batch, write_run
+    from puzzlesweep.catalog.legacy import manifests, visible_files
+    from puzzlesweep.solve import recheck
+
+    old = locate(source)
+    if not old.local:
+        raise BadInput(f"migrate reads a local directory, not {old.uri}")
+    new = check_writable(target)  # a catalog already (an interrupted migration) is fine
+    files = visible_files(old.uri)
+    report = {"rows": 0, "files": len(files), "runs": 0, "failed": 0}
+    families = sorted({family for family, _ in files})
+    unknown = [f for f in families if f not in puzzles.FAMILIES]
+    if unknown:
+        raise BadInput(f"{old.uri}: unknown families {', '.join(unknown)}")
+    prepare(new, [puzzles.get(f).Params for f in families])
+    for family, path in files:
+        model = puzzles.get(family).Params
+        rows = pq.read_table(path).to_pylist()
+        for row in rows:
+            row["family"] = family
+            row.setdefault("params_key", None)
+            row["params_key"] = row["params_key"] or row["instance_key"]
+            row["equivalent"] = bool(row.get("equivalent"))
+            if row.get("solution") is not None:
+                why = recheck(family, row)
+                row["verified"] = why is None
+                row["error"] = row.get("error") if why is None else f"migration re-check: {why}"
+                report["failed"] += why is not None
+            row["params"] = {name: row.pop(name, None) for name in model.model_fields}
+        write_batch(new, model, rows, app_id=f"migrate-{posixpath.basename(path)}")
+        report["rows"] += len(rows)
+    for run in manifests(old.uri):
+        run["heartbeat_at"] = run.get("finished_at") or run.get("started_at")
+        write_run(new, run)
+        report["runs"] += 1
+    return report

@@ -1,10 +1,13 @@
-"""The columns of a result row and of a run manifest row, as Arrow schemas.
+"""The columns of the catalog's two Delta tables, as Arrow schemas.
 
-A result row is `COMMON_COLUMNS` (the DESIGN.md result columns plus the limits that make
-a result final), then the family's parameters as typed columns under their own names:
-integers as int64, words as strings, lists as Arrow lists. In a file the `family`
-column is left out: the Hive directory `family=NAME` holds it (DuckDB would override a
-file's own column by the directory anyway, DESIGN.md).
+A `results` row is `COMMON_COLUMNS` (the DESIGN.md result columns plus the limits that
+make a result final), then the family's parameters as typed columns under their own
+names: integers as int64, words as strings, lists as Arrow lists. The table's schema is
+the union of every family's columns (a family's rows hold nulls in the others'), evolved
+by merge when a family first appears. `family` is the partition column.
+
+A `runs` row is `RUN_COLUMNS`: one per run, replaced as the run goes (its state, counts
+and heartbeat).
 """
 
 import types
@@ -14,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 #: Bump when a column changes meaning or type; readers see it in every row.
-SCHEMA_VERSION = 2  # 2: subproblem and certificate (split proofs, issue 6)
+SCHEMA_VERSION = 3  # 3: Delta Lake tables; 2: subproblem, certificate; 1: first
 
 COMMON_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("run_id", pa.string()),
@@ -51,9 +54,13 @@ COMMON_COLUMNS: list[tuple[str, pa.DataType]] = [
 COMMON_NAMES = {name for name, _ in COMMON_COLUMNS}
 STATUSES = ("optimal", "feasible", "infeasible", "time_limit", "node_limit", "error")
 
-#: One row per run (`CATALOG/_runs/run-RUN_ID.parquet`), written when the run starts
-#: (state `running`) and replaced when it ends (`finished` or `failed`).
-MANIFEST_COLUMNS: list[tuple[str, pa.DataType]] = [
+#: What a run's `state` can be. `lost` is never written by the run itself: readers show a
+#: `running` row whose heartbeat stopped as lost (`catalog.runs`).
+RUN_STATES = ("running", "finished", "failed", "interrupted", "lost")
+
+#: One row per run (`CATALOG/runs`), written when the run starts (state `running`),
+#: replaced with a fresh `heartbeat_at` while it lives and when it ends.
+RUN_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("run_id", pa.string()),
     ("sweep", pa.string()),
     ("state", pa.string()),
@@ -62,6 +69,7 @@ MANIFEST_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("host", pa.string()),
     ("pid", pa.int64()),
     ("started_at", pa.timestamp("us", tz="UTC")),
+    ("heartbeat_at", pa.timestamp("us", tz="UTC")),
     ("finished_at", pa.timestamp("us", tz="UTC")),
     ("planned", pa.int64()),
     ("skipped", pa.int64()),
@@ -78,7 +86,7 @@ MANIFEST_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("python_version", pa.string()),
     ("schema_version", pa.int32()),
 ]
-MANIFEST_SCHEMA = pa.schema(MANIFEST_COLUMNS)
+RUN_SCHEMA = pa.schema(RUN_COLUMNS)
 
 
 def arrow_type(annotation: Any) -> pa.DataType:
@@ -110,10 +118,3 @@ def schema(params_model: type) -> pa.Schema:
             raise ValueError(f"parameter {name!r} reuses a common column's name")
         fields.append(pa.field(name, arrow_type(info.annotation)))
     return pa.schema(fields)
-
-
-def file_schema(params_model: type) -> pa.Schema:
-    """The schema of one family's Parquet file: `schema` without `family` (the Hive
-    directory holds it)."""
-    full = schema(params_model)
-    return full.remove(full.get_field_index("family"))

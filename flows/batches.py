@@ -61,7 +61,7 @@ class Batch:
     solver: str
     limits: Limits
     params_json: str
-    number: int = 0  # its place in the run: names its file, so a retry replaces it
+    number: int = 0  # its place in the run: names its commit, so a retry writes nothing twice
 
     @classmethod
     def of(

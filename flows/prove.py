@@ -29,7 +29,6 @@ from puzzlesweep.proof import (
     combined_row,
     cutoff_for,
     is_done,
-    part_name,
     replace_limits,
     solve_one,
     solve_whole,
@@ -46,16 +45,16 @@ def solve_part(
 ) -> dict:
     """Solve part `index` (None: the whole instance, the probe) on a worker under
     `limits` (seconds), with objective <= `cutoff` when given, and write its row to
-    the catalog at `path` (its own file, `proof.part_name`) before returning it.
+    the catalog at `path` (its own commit) before returning it.
     Raises OSError when the catalog cannot be written (Prefect retries twice)."""
     from puzzlesweep.flows.sweep import _worker
 
     if index is None:
-        row, name = solve_whole(proof, limits, run_id), part_name(proof.key, "probe")
+        row, label = solve_whole(proof, limits, run_id), "probe"
     else:
-        row, name = solve_one(proof, index, cutoff, limits, run_id), part_name(proof.key, index)
+        row, label = solve_one(proof, index, cutoff, limits, run_id), f"{index:05d}"
     row["worker"] = _worker()[0]
-    write_row(path, proof, row, name)
+    write_row(path, proof, row, label)
     return row
 
 
@@ -84,7 +83,7 @@ def prove(
     run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid4().hex[:6]}"
     instance, model, split, description = build(proof)
     integral = splitting.integral_objective(model)
-    parts, probe = stored(catalog_path, proof)
+    parts, probe, _ = stored(catalog_path, proof)
     already = {i for i, row in parts.items() if is_done(row, proof.limits)}
     todo = [i for i in range(len(split.parts)) if i not in already]
     logger.info(
@@ -141,7 +140,7 @@ def prove(
             json.loads(row["subproblem"])["lower"],
         )
     row = combined_row(proof, parts, probe, run_id)
-    write_row(catalog_path, proof, row, part_name(proof.key, "combined"))
+    write_row(catalog_path, proof, row, "combined")
     missing = [i for i in range(len(split.parts)) if i not in parts]
     return {
         "run_id": run_id,

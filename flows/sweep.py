@@ -6,16 +6,17 @@ dominate, and two per worker are submitted at a time.
 
 Prefect orchestrates at batch granularity (state, retries, logs); Dask does the fan-out
 through `prefect_dask.DaskTaskRunner`, on an embedded `LocalCluster` or on an existing
-scheduler (`address`). Each batch task solves its instances, verifies them and writes
-its rows as one Parquet file, atomically, before it returns: a result that was reported
-is never lost, and a re-run solves only what the catalog does not hold yet.
+scheduler (`address`). Each batch task solves its instances, verifies them and appends
+its rows to the catalog's `results` table as one Delta commit before it returns: a
+result that was reported is never lost, and a re-run solves only what the catalog does
+not hold yet. The run's row in `runs` carries a heartbeat while the flow lives.
 
 Faults: every instance is solved in a child process of its worker under hard time and
 memory limits (`isolate`), so a solver that overruns, runs out of memory or crashes
-becomes a row with its status and message. A batch's file is named by its run and
-index, so an attempt that Dask repeats after losing a worker, or that Prefect retries
-after a transient failure (`retries`), writes the same file again instead of a second
-copy: every instance is in the catalog once. A batch that fails all its attempts is
+becomes a row with its status and message. A batch's commit carries its run and index
+as a Delta application transaction, so an attempt that Dask repeats after losing a
+worker, or that Prefect retries after a transient failure (`retries`), writes nothing
+twice: every instance is in the catalog once. A batch that fails all its attempts is
 counted in the report and the others go on.
 
 This module holds no puzzle logic: it only groups, submits and counts.
@@ -59,9 +60,9 @@ def _worker() -> tuple[str, int | None]:
     return worker.address, (int(limit / max(1, worker.state.nthreads)) if limit else None)
 
 
-def _report(name: str, rows: list[dict], attempt: int, seconds: float) -> dict:
+def _report(app_id: str, rows: list[dict], attempt: int, seconds: float) -> dict:
     return {
-        "file": name,
+        "commit": app_id,
         "counts": dict(Counter(row["status"] for row in rows)),
         "instances": len(rows),
         "verified": sum(bool(row["verified"]) for row in rows),
@@ -72,15 +73,16 @@ def _report(name: str, rows: list[dict], attempt: int, seconds: float) -> dict:
 
 @task(name="solve-batch", cache_policy=NO_CACHE, retries=RETRIES, retry_delay_seconds=2)
 def solve_batch(batch: Batch, catalog_path: str, memory_limit: int | None = None) -> dict:
-    """Solve, verify and write one batch; returns {"file", "counts" (status → count),
-    "instances", "verified", "attempt" (1 for the first run of this task, 2 for its
-    first retry...), "seconds" (wall time of this attempt)}.
+    """Solve, verify and commit one batch; returns {"commit" (its application
+    transaction id, RUN-NUMBER), "counts" (status → count), "instances", "verified",
+    "attempt" (1 for the first run of this task, 2 for its first retry...), "seconds"
+    (wall time of this attempt)}.
 
     Each instance runs in this thread's child process (`isolate.Child`) under its time
     and node limits and `memory_limit` bytes (default: the Dask worker's memory limit per
-    thread; None: no limit). A batch whose file is already in the catalog (an earlier
-    attempt wrote it, but its report was lost with its worker) is read back, not solved
-    again. Raises OSError when the catalog cannot be written (Prefect retries the task)."""
+    thread; None: no limit). A batch already committed (an earlier attempt wrote it, but
+    its report was lost with its worker) is read back, not solved again. Raises OSError
+    when the catalog cannot be written (Prefect retries the task)."""
     from prefect.runtime import task_run
 
     started = time.perf_counter()
@@ -88,11 +90,28 @@ def solve_batch(batch: Batch, catalog_path: str, memory_limit: int | None = None
     if attempt > 1:
         get_run_logger().warning("batch %d: attempt %d", batch.number, attempt)
     family = puzzles.get(batch.family)
-    name = catalog.batch_name(batch.run_id, batch.number)
-    if (rows := catalog.read_batch(catalog_path, batch.family, name)) is None:
+    app_id = f"{batch.run_id}-{batch.number:05d}"
+    if catalog.committed(catalog_path, app_id):
+        _, rows = catalog.query(
+            catalog_path,
+            "SELECT status, verified FROM results WHERE run_id = ? AND family = ? "
+            "AND params_key IN (SELECT unnest(?))",
+            [batch.run_id, batch.family, _params_keys(batch, family)],
+        )
+        rows = [{"status": status, "verified": verified} for status, verified in rows]
+    else:
         rows = _solve_rows(batch, family, memory_limit)
-        catalog.write_batch(catalog_path, batch.family, family.Params, rows, name)
-    return _report(name, rows, attempt, time.perf_counter() - started)
+        catalog.write_batch(catalog_path, family.Params, rows, app_id)
+    return _report(app_id, rows, attempt, time.perf_counter() - started)
+
+
+def _params_keys(batch: Batch, family) -> list[str]:
+    """The params keys of the instances of `batch`."""
+    from puzzlesweep.core import Instance, make_params
+
+    return [
+        Instance(batch.family, make_params(family.Params, raw)).params_key for raw in batch.params
+    ]
 
 
 def _solve_rows(batch: Batch, family, memory_limit: int | None) -> list[dict]:
@@ -169,19 +188,25 @@ def sweep(
     force: bool = False,
     memory_limit: int | None = None,
     retries: int = RETRIES,
+    allow_concurrent: bool = False,
 ) -> dict:
     """Run the sweep of `spec_path` into `catalog_path`; returns {"run_id", "sweep",
     "planned", "skipped", "solved", "counts", "batches", "retried" (batches that needed
     more than one attempt), "failed" (batches that failed every attempt), "seconds"}.
     Instances with a final result for the same solver and limits are skipped unless
     `force`. `memory_limit` (bytes per instance) and `retries` (per batch) as in
-    `solve_batch`. The run's manifest row is written before the first batch (state
-    `running`) and replaced at the end (`finished`, or `failed` when a batch failed every
-    attempt), with its counts by status."""
+    `solve_batch`.
+
+    The run's row in `runs` is written before the first batch (state `running`), kept
+    alive by a heartbeat, and replaced at the end (`finished`; `failed` when a batch
+    failed every attempt; `interrupted` on KeyboardInterrupt) with its counts by status.
+    Raises BadInput when another run of the same sweep is alive in the catalog, unless
+    `allow_concurrent`."""
     logger = get_run_logger()
     started = time.perf_counter()
     catalog_path = catalog.resolve(catalog_path)  # workers may run elsewhere
     plan, todo = _todo(spec_path, catalog_path, force)
+    catalog.prepare(catalog_path, {puzzles.get(job.family).Params for job in plan.jobs})
     run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid4().hex[:6]}"
     planner = Planner(todo, run_id, plan.name, workers, batch_size)
     logger.info(
@@ -202,40 +227,53 @@ def sweep(
         "batch_size": batch_size,  # None: sized as the run goes (flows/batches.py)
         "force": force,
     }
-    catalog.write_run(catalog_path, {**manifest, "state": "running"})
+    catalog.claim(catalog_path, manifest, allow_concurrent)
     progress = Progress(run_id, plan.name, len(todo))
     retried = 0
     failed: list[str] = []
     task = solve_batch.with_options(retries=retries)
     finished: queue.Queue = queue.Queue()  # futures, as their tasks end
     running: dict = {}  # future -> its batch
-    try:
-        while True:
-            # keep two batches per worker submitted: one running, one queued behind it
-            while len(running) < 2 * workers and (batch := planner.next()) is not None:
-                future = task.submit(batch, catalog_path, memory_limit)
-                running[future] = batch
-                future.add_done_callback(finished.put)
-            if not running:
-                break
-            future = finished.get()
-            batch = running.pop(future)
-            try:
-                report = future.result()
-            except Exception as exc:  # a batch that failed every attempt: the others go on
-                planner.record(batch, None)
-                failed.append(f"batch {batch.number} ({batch.family}): {type(exc).__name__}: {exc}")
-                logger.error("%s", failed[-1])
-                continue
-            planner.record(batch, report["seconds"])
-            retried += report["attempt"] > 1
-            snapshot = progress.advance(report["instances"], report["counts"])
-            logger.info("%d/%d instances solved (%s)", snapshot.done, len(todo), snapshot.counts)
-    finally:
-        state = "finished" if progress.done == len(todo) else "failed"
-        ended = {"state": state, "finished_at": datetime.now(UTC), "solved": progress.done}
+    state = "failed"
+
+    def so_far() -> dict:
         counts = _status_counts(progress.counts)
-        catalog.write_run(catalog_path, {**manifest, **ended, **counts, "batches": planner.planned})
+        return {**manifest, **counts, "solved": progress.done, "batches": planner.planned}
+
+    try:
+        with catalog.Heartbeat(catalog_path, so_far):
+            while True:
+                # keep two batches per worker submitted: one running, one queued behind it
+                while len(running) < 2 * workers and (batch := planner.next()) is not None:
+                    future = task.submit(batch, catalog_path, memory_limit)
+                    running[future] = batch
+                    future.add_done_callback(finished.put)
+                if not running:
+                    break
+                future = finished.get()
+                batch = running.pop(future)
+                try:
+                    report = future.result()
+                except Exception as exc:  # a batch that failed every attempt: the others go on
+                    planner.record(batch, None)
+                    failed.append(
+                        f"batch {batch.number} ({batch.family}): {type(exc).__name__}: {exc}"
+                    )
+                    logger.error("%s", failed[-1])
+                    continue
+                planner.record(batch, report["seconds"])
+                retried += report["attempt"] > 1
+                snapshot = progress.advance(report["instances"], report["counts"])
+                logger.info(
+                    "%d/%d instances solved (%s)", snapshot.done, len(todo), snapshot.counts
+                )
+        state = "finished" if progress.done == len(todo) else "failed"
+    except KeyboardInterrupt:
+        state = "interrupted"
+        raise
+    finally:
+        ended = {"state": state, "finished_at": datetime.now(UTC)}
+        catalog.write_run(catalog_path, {**so_far(), **ended})
     progress.finish()
     return {
         "run_id": run_id,
@@ -373,6 +411,7 @@ def run_sweep(
     announce: Callable[[str], None] | None = None,
     connect_timeout: float = 10.0,
     api: TemporaryAPI | None = None,
+    allow_concurrent: bool = False,
 ) -> dict:
     """Run `sweep` on Dask: on the scheduler at `address`, or on a new `LocalCluster`
     of `workers` single-threaded worker processes. Returns the flow's report plus
@@ -383,7 +422,9 @@ def run_sweep(
     up and, when `PREFECT_API_URL` names a Prefect server, with the flow run's URL once
     the run starts. Raises BadInput for a bad `address` or one that does not answer
     within `connect_timeout` seconds. `api`: the temporary Prefect API, when the caller
-    started it early (it is stopped at the end); started here when needed otherwise."""
+    started it early (it is stopped at the end); started here when needed otherwise.
+    Raises BadInput when a run of the same sweep is alive in the catalog, unless
+    `allow_concurrent`."""
     from prefect.settings import PREFECT_API_URL
     from prefect_dask import DaskTaskRunner
 
@@ -399,7 +440,10 @@ def run_sweep(
     if not configured:
         api = api or TemporaryAPI()  # starts while the cluster does; prefect_api stops it
     with api or nullcontext():
-        idle = not address and not _todo(spec_path, catalog.resolve(catalog_path), force)[1]
+        plan, todo = _todo(spec_path, catalog.resolve(catalog_path), force)
+        if not allow_concurrent:
+            catalog.refuse_if_busy(catalog_path, plan.name)
+        idle = not address and not todo
         if idle:  # every instance is in the catalog: the run only records that, no cluster
             cluster = nullcontext((None, None, 1))
         else:
@@ -434,6 +478,7 @@ def run_sweep(
                     force=force,
                     memory_limit=memory_limit,
                     retries=retries,
+                    allow_concurrent=allow_concurrent,
                 )
     return {
         **report,

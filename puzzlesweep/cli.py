@@ -7,11 +7,15 @@
     puzzlesweep prove FAMILY key=value ... --split TEXT [--width N] [--time-limit S]
                     [--wall S] [--probe S] [--no-cutoff] [--catalog DIR] [--address A]
                     [--workers N] [--check]
-    puzzlesweep catalog query "SQL over results" [--catalog DIR] [--format table|csv|json]
+    puzzlesweep catalog query "SQL over results, latest, runs" [--catalog DIR]
+                    [--format table|csv|json] [--as-of VERSION|TIME]
     puzzlesweep catalog summary [--catalog DIR] [--sweep NAME]
     puzzlesweep catalog check [--catalog DIR]
-    puzzlesweep catalog compact [--catalog DIR] [--family F] [--min-files N] [--grace S]
+    puzzlesweep catalog repair [--catalog DIR]
+    puzzlesweep catalog compact [--catalog DIR] [--retain-hours H]
+    puzzlesweep catalog history [--catalog DIR] [--limit N]
     puzzlesweep catalog verify [--catalog DIR]
+    puzzlesweep catalog migrate OLD_DIR NEW_CATALOG
 
 Parameter values on the command line are integers (`k=5`), words (`piece=knight`) or
 comma-separated integer lists (`dims=6,7,6`, `counts=14,13`).
@@ -40,7 +44,9 @@ app = typer.Typer(
     add_completion=False,
     help="Batch experiments on combinatorial puzzles: solve, sweep, query.",
 )
-catalog_app = typer.Typer(no_args_is_help=True, help="Query the Parquet result catalog.")
+catalog_app = typer.Typer(
+    no_args_is_help=True, help="Query and maintain the result catalog (Delta Lake tables)."
+)
 app.add_typer(catalog_app, name="catalog")
 # Piped output gets wide lines rather than rich's default of 80 columns.
 out = Console(width=None if sys.stdout.isatty() else 160)
@@ -185,8 +191,8 @@ def _summary_table(catalog_path: str, plan) -> Table:
 
     wanted = {job.done_key: job for job in plan.jobs}
 
-    def done_key(r: dict) -> tuple:  # rows from before params_key: instance_key is it
-        return (r.get("params_key") or r["instance_key"], *(r[k] for k in DONE[1:]))
+    def done_key(r: dict) -> tuple:
+        return tuple(r[k] for k in DONE)
 
     rows = [r for r in store.latest(catalog_path, plan.name) if done_key(r) in wanted]
     order = {key: i for i, key in enumerate(wanted)}
@@ -226,15 +232,26 @@ def _summary_table(catalog_path: str, plan) -> Table:
 
 
 @contextmanager
-def run_errors():
-    """Inside `run` and `prove`: BadInput becomes one line and exit 2, a temporary
-    Prefect API that did not start one line and exit 1 (no traceback for either)."""
-    from puzzlesweep.flows.api import APIError
-
+def catalog_errors():
+    """BadInput becomes one line and exit 2; a damaged catalog file (CatalogDamaged,
+    naming the file and what to do) one line and exit 1."""
     try:
         yield
     except BadInput as exc:
         raise fail(str(exc)) from None
+    except store.CatalogDamaged as exc:
+        raise fail(str(exc), 1) from None
+
+
+@contextmanager
+def run_errors():
+    """Inside `run` and `prove`: as `catalog_errors`, and a temporary Prefect API that
+    did not start one line and exit 1 (no traceback for any)."""
+    from puzzlesweep.flows.api import APIError
+
+    try:
+        with catalog_errors():
+            yield
     except APIError as exc:
         raise fail(str(exc), 1) from None
 
@@ -345,11 +362,16 @@ def run(
     connect_timeout: Annotated[
         float, typer.Option(min=0.1, help="Seconds to wait for the --address scheduler")
     ] = 10.0,
+    allow_concurrent: Annotated[
+        bool,
+        typer.Option(help="Run even while another run of this sweep writes to the catalog"),
+    ] = False,
 ) -> None:
     """Run a sweep on Dask under Prefect and print its results from the catalog.
 
     Prints the Dask dashboard's address and, when PREFECT_API_URL names a Prefect
-    server, the flow run's URL, on stderr as soon as they are known."""
+    server, the flow run's URL, on stderr as soon as they are known. Refuses (exit 2)
+    while another run of the same sweep is alive in the catalog."""
     from puzzlesweep.flows.spec import load
 
     catalog_path = catalog or store.default_catalog()
@@ -361,7 +383,7 @@ def run(
     except BadInput as exc:
         raise fail(str(exc)) from None
     try:
-        store.locate(catalog_path)  # a URL pyarrow cannot open, or a file, fails here
+        store.check_writable(catalog_path)  # a file, or a directory of something else
     except BadInput as exc:
         raise fail(str(exc)) from None
     from puzzlesweep.flows.api import TemporaryAPI
@@ -389,6 +411,7 @@ def run(
                 announce=lambda line: err.print(line, highlight=False, soft_wrap=True),
                 connect_timeout=connect_timeout,
                 api=api,
+                allow_concurrent=allow_concurrent,
             )
     err.print(
         f"run {report['run_id']}: solved {report['solved']} in {report['batches']} batches "
@@ -397,7 +420,8 @@ def run(
         highlight=False,
     )
     if store.files(catalog_path):
-        out.print(_summary_table(catalog_path, plan))
+        with catalog_errors():
+            out.print(_summary_table(catalog_path, plan))
     if report["failed"]:
         for line in report["failed"]:
             err.print(line, highlight=False, markup=False, soft_wrap=True)
@@ -457,7 +481,7 @@ def prove(
         if probe < 0:
             raise BadInput(f"--probe must be >= 0 seconds, got {probe}")
         build(proof)
-        store.locate(catalog_path)
+        store.check_writable(catalog_path)
     except ValidationError as exc:
         raise fail(f"{family}: {validation_message(exc)}") from None
     except (BadInput, ValueError) as exc:
@@ -499,20 +523,38 @@ def prove(
     )
 
 
+AsOfOption = Annotated[
+    str | None,
+    typer.Option(
+        "--as-of", help="Read results as of a table version (an integer) or a time (ISO 8601)"
+    ),
+]
+
+
+def _as_of(text: str | None) -> int | str | None:
+    """`--as-of` text → a version (int) or an ISO 8601 time (str); raises BadInput."""
+    if text is None or INTEGER.match(text):
+        return None if text is None else int(text)
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        raise BadInput(f"--as-of {text!r} is neither a version nor an ISO 8601 time") from None
+    return text
+
+
 @catalog_app.command("query")
 def catalog_query(
-    sql: Annotated[str, typer.Argument(help="SQL over the view `results`")],
+    sql: Annotated[str, typer.Argument(help="SQL over the views results, latest and runs")],
     catalog: CatalogOption = None,
     fmt: Annotated[str, typer.Option("--format", help="table | csv | json")] = "table",
+    as_of: AsOfOption = None,
 ) -> None:
-    """Run SQL over the catalog's `results` view (DuckDB)."""
-
+    """Run SQL (DuckDB) over one snapshot of the catalog: `results` (every row),
+    `latest` (the latest row of each instance, solver and limits) and `runs`."""
     if fmt not in ("table", "csv", "json"):
         raise fail(f"--format must be table, csv or json, not {fmt!r}")
-    try:
-        columns, rows = store.query(catalog or store.default_catalog(), sql)
-    except BadInput as exc:
-        raise fail(str(exc)) from None
+    with catalog_errors():
+        columns, rows = store.query(catalog or store.default_catalog(), sql, as_of=_as_of(as_of))
     if fmt == "csv":
         writer = csv.writer(sys.stdout)
         writer.writerow(columns)
@@ -521,13 +563,10 @@ def catalog_query(
         records = [dict(zip(columns, row, strict=True)) for row in rows]
         print(json.dumps(records, default=str))
     else:
-        table = Table(*columns)
-        for row in rows:
-            table.add_row(*map(_text, row))
-        out.print(table)
+        _print_rows(None, columns, rows)
 
 
-def _print_rows(title: str, columns: list[str], rows: list[tuple]) -> None:
+def _print_rows(title: str | None, columns: list[str], rows: list[tuple]) -> None:
     table = Table(*columns, title=title)
     for row in rows:
         table.add_row(*map(_text, row))
@@ -539,98 +578,146 @@ def catalog_summary(
     catalog: CatalogOption = None,
     sweep: Annotated[str | None, typer.Option(help="Only this sweep's results")] = None,
 ) -> None:
-    """The runs (from their manifests), counts by status per run and family, then per
-    family the best result of every instance by its parameters (optimal first, then
-    the latest)."""
+    """The runs (a run whose heartbeat stopped shows as lost), counts by status per run
+    and family, then per family the best result of every instance by its parameters
+    (optimal first, then the latest)."""
     from puzzlesweep import puzzles
 
     where, args = ("WHERE sweep = ?", [sweep]) if sweep else ("", [])
     statuses = ", ".join(f"count(*) FILTER (status = '{s}') AS {s}" for s in store.STATUSES)
-    try:
-        location = catalog or store.default_catalog()
-        if store.snapshot(store.locate(location)).runs:
-            columns, rows = store.query(
-                location,
-                "SELECT run_id, sweep, state, host, started_at, finished_at, planned, skipped, "
-                f"solved FROM runs {where} ORDER BY run_id",
-                args,
-            )
-            _print_rows("runs", columns, rows)
-        columns, rows = store.query(
-            location,
+    with catalog_errors():
+        shot = store.snapshot(catalog or store.default_catalog())
+        columns, rows = shot.query(
+            "SELECT run_id, sweep, state, host, pid, started_at, heartbeat_at, finished_at, "
+            f"planned, skipped, solved FROM runs {where} ORDER BY run_id",
+            args,
+        )
+        _print_rows("runs", columns, rows)
+        columns, rows = shot.query(
             f"SELECT run_id, sweep, family, count(*) AS results, {statuses}, "
             "count(*) FILTER (verified) AS verified, round(sum(solve_seconds), 2) AS seconds "
             f"FROM results {where} GROUP BY ALL ORDER BY run_id, family",
             args,
         )
         _print_rows("counts by run and family", columns, rows)
-        _, families = store.query(
-            location, f"SELECT DISTINCT family FROM results {where} ORDER BY 1", args
-        )
-        names, _ = store.query(location, "SELECT * FROM results LIMIT 0")
-        own = store._own_key([(name,) for name in names])  # equivalents share instance_key
+        _, families = shot.query(f"SELECT DISTINCT family FROM results {where} ORDER BY 1", args)
         for (family,) in families:
             if family not in puzzles.FAMILIES:
                 continue
             params = ", ".join(f'"{k}"' for k in puzzles.get(family).Params.model_fields)
-            columns, rows = store.query(
-                location,
+            columns, rows = shot.query(
                 f"SELECT {params}, solver, time_limit, status, objective, bound, "
-                f"count(*) OVER (PARTITION BY {own}) AS results FROM results "
+                "count(*) OVER (PARTITION BY params_key) AS results FROM results "
                 f"WHERE family = ? {where.replace('WHERE', 'AND')} "
-                f"QUALIFY row_number() OVER (PARTITION BY {own}, solver ORDER BY "
+                "QUALIFY row_number() OVER (PARTITION BY params_key, solver ORDER BY "
                 "status = 'optimal' DESC, status = 'error', finished_at DESC) = 1 "
                 f"ORDER BY {params}, solver",
                 [family, *args],
             )
             _print_rows(f"{family}: best result by parameters", columns, rows)
-    except BadInput as exc:
-        raise fail(str(exc)) from None
 
 
 @catalog_app.command("check")
 def catalog_check(catalog: CatalogOption = None) -> None:
-    """Read every file of the catalog whole; name each unreadable or schema-mismatched
-    file, stray file or duplicate result. Exits 1 when any is found."""
+    """Read every data file of the catalog whole; name each missing or unreadable file
+    and any result a run stored twice. Exits 1 when any is found."""
     location = catalog or store.default_catalog()
-    try:
+    with catalog_errors():
         problems = store.check(location)
         count = len(store.files(location))
-    except BadInput as exc:
-        raise fail(str(exc)) from None
     for problem in problems:
-        level = "error" if problem.fatal else "note"
-        line = f"{level}: {problem.path}: {problem.kind}: {problem.message}"
+        line = f"error: {problem.path}: {problem.kind}: {problem.message}"
         out.print(line, highlight=False, markup=False, soft_wrap=True)
-    fatal = sum(p.fatal for p in problems)
-    if fatal:
-        raise fail(f"{fatal} problems in catalog {location}", 1)
+    if problems:
+        raise fail(
+            f"{len(problems)} problems in catalog {location}; "
+            "`puzzlesweep catalog repair` takes damaged files out",
+            1,
+        )
     out.print(f"ok: {count} result files in {location} read without problems", highlight=False)
+
+
+@catalog_app.command("repair")
+def catalog_repair(catalog: CatalogOption = None) -> None:
+    """Take every missing or unreadable data file out of `results` in one Delta commit
+    (unreadable files move to CATALOG/damaged/), and list the instances whose rows were
+    lost: a re-run of their sweep solves exactly those again."""
+    location = catalog or store.default_catalog()
+    with catalog_errors():
+        report = store.repair(location)
+    if report["version"] is None:
+        out.print(f"nothing to repair: every data file of {location} reads", highlight=False)
+        return
+    for path in report["removed"]:
+        out.print(f"removed {path}", highlight=False, markup=False)
+    lost = report["lost"]
+    if lost is None:
+        out.print("the rows lost cannot be named: the log no longer tells", highlight=False)
+    else:
+        out.print(f"{len(lost)} instances lost (params_key): {' '.join(lost)}", highlight=False)
+    out.print(
+        f"results is now at version {report['version']}; run the sweeps again to solve "
+        "what is missing",
+        highlight=False,
+    )
 
 
 @catalog_app.command("compact")
 def catalog_compact(
     catalog: CatalogOption = None,
-    family: Annotated[str | None, typer.Option(help="Only this family's partition")] = None,
-    min_files: Annotated[int, typer.Option(min=2, help="Merge partitions with this many")] = 2,
-    grace: Annotated[
-        float, typer.Option(min=0, help="Seconds before merged-away files are deleted")
-    ] = 3600.0,
+    retain_hours: Annotated[
+        int,
+        typer.Option(
+            min=0, help="Keep the files that versions of the last H hours need (time travel)"
+        ),
+    ] = 168,
 ) -> None:
-    """Merge the small files of each partition into one, atomically (readers see the
-    old files or the new one, never both); delete files merged away over `grace` s ago."""
+    """Merge small files into large ones (Delta optimize, one commit per table), then
+    delete files no version of the last `retain_hours` needs (Delta vacuum). Readers see
+    the version before or after, never a row twice."""
     location = catalog or store.default_catalog()
-    try:
-        done = store.compact(location, family, min_files, grace)
-    except BadInput as exc:
-        raise fail(str(exc)) from None
-    for item in done[:-1]:
-        out.print(
-            f"family={item['family']}: {item['files']} files, {item['rows']} rows "
-            f"-> {item['file']}",
-            highlight=False,
-        )
-    out.print(f"{len(done) - 1} partitions compacted, {done[-1]['deleted']} old files deleted")
+    with catalog_errors():
+        report = store.compact(location, retain_hours)
+    for name in ("results", "runs"):
+        if name in report:
+            item = report[name]
+            out.print(
+                f"{name}: {item['files_removed']} files merged into {item['files_added']}, "
+                f"now version {item['version']}",
+                highlight=False,
+            )
+    out.print(f"{report['deleted']} files no longer needed deleted", highlight=False)
+
+
+@catalog_app.command("history")
+def catalog_history(
+    catalog: CatalogOption = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the newest N commits")] = None,
+) -> None:
+    """The commits of `results`, newest first (read an older one with
+    `catalog query --as-of VERSION`)."""
+    with catalog_errors():
+        entries = store.history(catalog or store.default_catalog(), limit)
+    columns = ["version", "timestamp", "operation", "rows", "files_added", "files_removed"]
+    _print_rows(None, columns, [tuple(e[c] for c in columns) for e in entries])
+
+
+@catalog_app.command("migrate")
+def catalog_migrate(
+    source: Annotated[str, typer.Argument(help="A catalog directory of the old layout")],
+    target: Annotated[str, typer.Argument(help="The new catalog (empty or missing)")],
+) -> None:
+    """Copy a catalog of the old layout (family=*/ Parquet files, _commits/, _runs/) into
+    a new catalog, re-verifying every row; the old directory is left as it was."""
+    with catalog_errors():
+        report = store.migrate(source, target)
+    out.print(
+        f"{report['rows']} rows from {report['files']} files and {report['runs']} runs "
+        f"copied into {target}; {report['failed']} rows failed their re-check",
+        highlight=False,
+    )
+    if report["failed"]:
+        raise typer.Exit(1)
 
 
 @catalog_app.command("verify")
@@ -640,22 +727,18 @@ def catalog_verify(catalog: CatalogOption = None) -> None:
     from puzzlesweep import puzzles
     from puzzlesweep.solve import recheck
 
-    path = catalog or store.default_catalog()
     checked, failures = 0, []
-    try:
+    with catalog_errors():
+        shot = store.snapshot(catalog or store.default_catalog())
         for family in puzzles.FAMILIES:
-            columns, rows = store.query(
-                path,
-                "SELECT * FROM results WHERE family = ? AND solution IS NOT NULL",
-                [family],
+            columns, rows = shot.query(
+                "SELECT * FROM results WHERE family = ? AND solution IS NOT NULL", [family]
             )
             for values in rows:
                 row = dict(zip(columns, values, strict=True))
                 checked += 1
                 if (why := recheck(family, row)) is not None:
                     failures.append((row["run_id"], family, row["instance_key"], why))
-    except BadInput as exc:
-        raise fail(str(exc)) from None
     if failures:
         table = Table("run_id", "family", "instance_key", "why", title="failed re-checks")
         for failure in failures:

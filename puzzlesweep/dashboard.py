@@ -7,10 +7,11 @@ is a fixed string of this module, and any other route is a 404. The page polls
 `/api/state` every few seconds, so it follows a sweep while it writes.
 
 `state(catalog)` is the JSON the page draws, usable without a server:
-- `runs`: one entry per run id: sweep, instances done (a count), the instances it set
-  out to solve and whether it is still running (from the run's manifest), counts by
-  status, first start and last finish (UTC ISO), rate (instances per minute) and
-  estimated seconds left;
+- `runs`: one entry per run, from the catalog's `runs` table (listed from the moment a
+  run starts): sweep, state (`running`, `finished`, `failed`, `interrupted`, or `lost`
+  when its heartbeat stopped), instances done (a count of its rows), the instances it
+  set out to solve, counts by status, first start and last finish (UTC ISO), rate
+  (instances per minute) and estimated seconds left while it runs;
 - `failures`: the 50 latest results with status `error` or a failed verification;
 - `families`: per family, the latest result of each instance (at most 500), with `size`
   (the first integer parameter, or the product of the first list parameter), the
@@ -34,9 +35,11 @@ from puzzlesweep import catalog as store
 from puzzlesweep import puzzles
 
 RUNS = """
-SELECT run_id, any_value(sweep) AS sweep, count(*) AS done,
-       min(started_at) AS first_start, max(finished_at) AS last_finish
-FROM results GROUP BY run_id ORDER BY last_finish DESC LIMIT 50
+SELECT runs.run_id, runs.sweep, runs.state, runs.planned - runs.skipped AS total,
+       count(results.run_id) AS done, runs.started_at AS first_start,
+       coalesce(max(results.finished_at), runs.heartbeat_at) AS last_finish
+FROM runs LEFT JOIN results USING (run_id)
+GROUP BY ALL ORDER BY first_start DESC LIMIT 50
 """
 RUN_STATUS = "SELECT run_id, status, count(*) FROM results GROUP BY ALL"
 FAILURES = """
@@ -83,24 +86,11 @@ def _text(value: Any) -> str:
     return ",".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
-RUN_MANIFESTS = "SELECT run_id, planned - skipped, state FROM runs"
-
-
-def _totals(connection) -> dict[str, dict]:
-    """Per run id, from its manifest: instances to solve (`total`) and whether it ended
-    (`finished`); empty when no run wrote a manifest."""
-    import duckdb
-
-    try:
-        rows = connection.execute(RUN_MANIFESTS).fetchall()
-    except duckdb.CatalogException:  # no `runs` view: no manifests yet
-        return {}
-    return {run: {"total": total, "finished": state != "running"} for run, total, state in rows}
-
-
 def state(catalog: str | Path) -> dict[str, Any]:
-    """The dashboard's JSON (see the module docstring). An empty or missing catalog gives
-    empty lists, not an error, so the page can wait for the first batch."""
+    """The dashboard's JSON (see the module docstring). A missing catalog, or one whose
+    results table does not exist yet, gives empty lists, not an error, so the page can
+    wait for the first run. Raises CatalogDamaged naming a data file that cannot be
+    read."""
     now = datetime.now(UTC)
     result: dict[str, Any] = {
         "catalog": str(catalog),
@@ -112,23 +102,24 @@ def state(catalog: str | Path) -> dict[str, Any]:
         "times": {},
         "open": [],
     }
-    if not Path(catalog).is_dir() or not store.files(catalog):
+    if not store.exists(catalog):
         return result
-    connection = store.connect(catalog)
-    totals = _totals(connection)
+    shot = store.snapshot(catalog)
+    if shot.results is None:
+        return result
+    connection = shot.connection
     by_status: dict[str, dict[str, int]] = {}
     for run_id, status, count in connection.execute(RUN_STATUS).fetchall():
         by_status.setdefault(run_id, {})[status] = count
-    for run_id, sweep, done, first, last in connection.execute(RUNS).fetchall():
-        planned = totals.get(run_id, {})
-        total = planned.get("total")
-        seconds = max((last - first).total_seconds(), 1e-3)
+    for run_id, sweep, run_state, total, done, first, last in connection.execute(RUNS).fetchall():
+        seconds = max(((last or now) - first).total_seconds(), 1e-3)
         rate = done / seconds * 60
-        finished = planned.get("finished", False)
+        running = run_state == "running"
         result["runs"].append(
             {
                 "run_id": run_id,
                 "sweep": sweep,
+                "state": run_state,
                 "done": done,
                 "total": total,
                 "counts": by_status.get(run_id, {}),
@@ -136,9 +127,9 @@ def state(catalog: str | Path) -> dict[str, Any]:
                 "last_finish": _iso(last),
                 "rate_per_minute": round(rate, 2),
                 "seconds_left": (
-                    round((total - done) / rate * 60) if total and not finished else None
+                    round((total - done) / rate * 60) if total and running and rate else None
                 ),
-                "running": not finished if planned else None,
+                "running": running,
             }
         )
     for run_id, family, key, status, error, finished_at in connection.execute(FAILURES).fetchall():

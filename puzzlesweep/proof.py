@@ -2,13 +2,16 @@
 solving one part, the combined row with its certificate, and its re-check.
 
 `flows/prove.py` runs the parts as Prefect tasks on Dask; everything here also works
-in one process (the tests use it so). File layout in the catalog, per attempt `key`:
+in one process (the tests use it so). The rows of attempt `key` in the catalog's
+`results` all have sweep `prove-KEY`:
 
-    family=F/part-prove-KEY-00012.parquet    one row per finished part (solver
-                                             `highs-split-part`, column `subproblem`)
-    family=F/part-prove-KEY-probe.parquet    the optional direct solve (solver `highs`)
-    family=F/part-prove-KEY-combined.parquet the combined row (solver `highs-split`,
-                                             column `certificate`)
+    one row per finished part   solver `highs-split-part`, params_key `KEY.INDEX`,
+                                column `subproblem`
+    the optional direct solve   solver `highs` (the probe)
+    the combined row            solver `highs-split`, column `certificate`
+
+A part solved again (a re-run with a longer limit) adds a row; the newest row of each
+part, of the probe and of the combined result is the one that counts (`stored`).
 
 The combined row: status `optimal` with objective = bound when the bound meets the
 incumbent, else `time_limit` with the best objective and bound (the larger of the
@@ -79,12 +82,6 @@ def build(proof: Proof) -> tuple[Instance, highs.MipModel, splitting.Split, str]
     return instance, family.model(instance.params), split, description
 
 
-def part_name(key: str, index: int | str) -> str:
-    """The catalog file name of part `index` (or "probe", "combined") of attempt `key`."""
-    suffix = f"{index:05d}" if isinstance(index, int) else index
-    return f"part-prove-{key}-{suffix}.parquet"
-
-
 def _verified(family, params, result) -> dict:
     """The solution fields of a row from a solver result whose solution is a raw MIP
     column vector: encoded solution, verified, the verifier's count as the objective
@@ -151,11 +148,13 @@ def _number(value: float | str | None) -> float:
     return -math.inf if value is None else float(value)
 
 
-def write_row(catalog_path: str, proof: Proof, row: dict, name: str) -> str:
-    """Write one row as its own catalog file `name`, atomically; returns the path."""
+def write_row(catalog_path: str, proof: Proof, row: dict, label: str) -> bool:
+    """Append one row of attempt `proof` to the catalog as its own commit, once per run
+    and `label` (a part's index, "probe" or "combined": a retried task writes nothing
+    twice). Returns False when it was already written."""
     family = puzzles.get(proof.family)
     row = {**row, "puzzlesweep_version": __version__, "schema_version": catalog.SCHEMA_VERSION}
-    return catalog.write_batch(catalog_path, proof.family, family.Params, [row], name)
+    return catalog.write_batch(catalog_path, family.Params, [row], f"{row['run_id']}-{label}")
 
 
 def is_done(row: dict, limits: Limits) -> bool:
@@ -167,17 +166,31 @@ def is_done(row: dict, limits: Limits) -> bool:
     return row["status"] in ("time_limit", "node_limit") and stored >= limits.time_limit - 1e-9
 
 
-def stored(catalog_path: str, proof: Proof) -> tuple[dict[int, dict], dict | None]:
-    """(part index → its stored row, the stored probe row or None), read from the files
-    this attempt's key names (missing files are simply absent)."""
+STORED = """
+SELECT * FROM results WHERE sweep = ? AND family = ?
+QUALIFY row_number() OVER (PARTITION BY params_key, solver ORDER BY finished_at DESC) = 1
+"""
+
+
+def stored(catalog_path: str, proof: Proof) -> tuple[dict[int, dict], dict | None, dict | None]:
+    """(part index → its newest row, the newest probe row or None, the newest combined
+    row or None) of attempt `proof`, found by its key in the catalog (nothing for a
+    missing catalog)."""
     _, _, split, _ = build(proof)
-    rows = {}
-    for index in range(len(split.parts)):
-        found = catalog.read_batch(catalog_path, proof.family, part_name(proof.key, index))
-        if found:
-            rows[index] = found[0]
-    probe = catalog.read_batch(catalog_path, proof.family, part_name(proof.key, "probe"))
-    return rows, (probe[0] if probe else None)
+    if not catalog.exists(catalog_path) or not catalog.files(catalog_path):
+        return {}, None, None
+    columns, values = catalog.query(catalog_path, STORED, [f"prove-{proof.key}", proof.family])
+    parts, probe, combined = {}, None, None
+    for row in (dict(zip(columns, v, strict=True)) for v in values):
+        if row["solver"] == PART_SOLVER:
+            index = int(row["params_key"].rsplit(".", 1)[1])
+            if index < len(split.parts):
+                parts[index] = row
+        elif row["solver"] == PROVE_SOLVER:
+            combined = row
+        else:
+            probe = row
+    return parts, probe, combined
 
 
 def best_row(rows: list[dict | None]) -> dict | None:
@@ -278,10 +291,9 @@ def recheck(catalog_path: str, proof: Proof, resolve_seconds: float | None = Non
     instance, model, split, _ = build(proof)
     family = puzzles.get(proof.family)
     integral = splitting.integral_objective(model)
-    rows = catalog.read_batch(catalog_path, proof.family, part_name(proof.key, "combined"))
-    if not rows:
-        return [f"no combined row {part_name(proof.key, 'combined')}"]
-    combined = rows[0]
+    parts, probe, combined = stored(catalog_path, proof)
+    if combined is None:
+        return [f"no combined row of attempt {proof.key} (sweep prove-{proof.key})"]
     cert = json.loads(combined["certificate"])
     listed = [(p["index"], p["label"], [list(c) for c in p["counts"]]) for p in cert["parts"]]
     expected = [(p.index, p.label, [list(c) for c in p.counts]) for p in split.parts]
@@ -289,7 +301,6 @@ def recheck(catalog_path: str, proof: Proof, resolve_seconds: float | None = Non
         problems.append("the certificate's parts differ from the split's parts")
     if (why := splitting.covers(split)) is not None:
         problems.append(f"the split does not cover the space: {why}")
-    parts, probe = stored(catalog_path, proof)
     lowers = []
     for p, claimed in zip(split.parts, cert["parts"], strict=False):
         row = parts.get(p.index)

@@ -1,0 +1,149 @@
+"""The `runs` table: one row per run, replaced as the run goes.
+
+A run writes its row when it starts (state `running`), replaces it every
+`HEARTBEAT_SECONDS` with a fresh `heartbeat_at` and its counts so far (`Heartbeat`), and
+once more when it ends (`finished`, `failed` or `interrupted`). A run whose process or
+machine is lost stops its heartbeat; readers then show it as `lost` after
+`catalog.LOST_AFTER_SECONDS` (the `runs` view), never as running.
+
+`live_runs` tells whether a sweep is running now, so that a second run of the same
+sweep into the same catalog can refuse to start (two runs of one sweep at once would
+solve and store every instance twice).
+"""
+
+import os
+import socket
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pyarrow as pa
+
+from puzzlesweep.catalog.schema import RUN_SCHEMA, SCHEMA_VERSION
+from puzzlesweep.catalog.store import RUNS, locate, open_table, replace
+
+HEARTBEAT_SECONDS = 20.0
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def write_run(catalog, run: dict[str, Any]) -> None:
+    """Write (or replace) the row of run `run["run_id"]` in `runs`, in one commit.
+    Missing columns are filled in: versions, host, pid, schema_version, `heartbeat_at`
+    (now), else null. Raises ValueError for a column `runs` does not have."""
+    from puzzlesweep.catalog import versions
+
+    row = {
+        **versions(),
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "schema_version": SCHEMA_VERSION,
+        "heartbeat_at": datetime.now(UTC),
+        **run,
+    }
+    unknown = set(row) - set(RUN_SCHEMA.names)
+    if unknown:
+        raise ValueError(f"unknown run columns: {', '.join(sorted(unknown))}")
+    table = pa.Table.from_pylist([row], schema=RUN_SCHEMA)
+    replace(locate(catalog), RUNS, table, f"run_id = {_quote(row['run_id'])}")
+
+
+def _rows(catalog, where: Callable[[dict], bool]) -> list[dict]:
+    table = open_table(locate(catalog), RUNS)
+    if table is None:
+        return []
+    return [row for row in table.to_pyarrow_table().to_pylist() if where(row)]
+
+
+def read_run(catalog, run_id: str) -> dict[str, Any] | None:
+    """The row of run `run_id` as a dict (its state as written), or None."""
+    rows = _rows(catalog, lambda row: row["run_id"] == run_id)
+    return rows[0] if rows else None
+
+
+def live_runs(catalog, sweep: str) -> list[dict]:
+    """The runs of sweep `sweep` that are running now: state `running` and a heartbeat
+    younger than `catalog.LOST_AFTER_SECONDS`, oldest first."""
+    from puzzlesweep.catalog import LOST_AFTER_SECONDS
+
+    cutoff = datetime.now(UTC) - timedelta(seconds=LOST_AFTER_SECONDS)
+    rows = _rows(
+        catalog,
+        lambda row: (
+            row["sweep"] == sweep
+            and row["state"] == "running"
+            and row["heartbeat_at"] is not None
+            and row["heartbeat_at"] >= cutoff
+        ),
+    )
+    return sorted(rows, key=lambda row: (row["started_at"], row["run_id"]))
+
+
+class Heartbeat:
+    """While the `with` block runs, a daemon thread replaces the run's row every
+    `every` seconds with `row()` (the manifest and counts so far) and a fresh
+    `heartbeat_at`. A heartbeat that fails to commit is skipped, the next one tries
+    again: a run is never stopped by its own bookkeeping."""
+
+    def __init__(self, catalog, row: Callable[[], dict], every: float = HEARTBEAT_SECONDS):
+        self.catalog, self.row, self.every = catalog, row, every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="run-heartbeat", daemon=True)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.every):
+            try:
+                write_run(self.catalog, {**self.row(), "state": "running"})
+            except Exception:  # noqa: BLE001 (the next beat tries again)
+                pass
+
+    def __enter__(self) -> "Heartbeat":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def refuse_if_busy(catalog, sweep: str) -> None:
+    """Raise BadInput naming the run when a run of sweep `sweep` is alive in `catalog`
+    (two runs of one sweep at once would solve and store every instance twice)."""
+    if live := live_runs(catalog, sweep):
+        raise _busy(live[0])
+
+
+def _busy(run: dict) -> Exception:
+    from puzzlesweep.core import BadInput
+
+    return BadInput(
+        f"sweep {run['sweep']} is being run into this catalog by run {run['run_id']} "
+        f"(host {run['host']}, pid {run['pid']}, started {run['started_at']:%Y-%m-%d %H:%M:%S} "
+        "UTC); wait for it to end, or pass --allow-concurrent"
+    )
+
+
+def claim(catalog, manifest: dict, allow_concurrent: bool = False) -> None:
+    """Write the row of a starting run (`manifest` with state `running`). Unless
+    `allow_concurrent`, first refuse when a run of the same sweep is alive, and after
+    writing, when one started at the same moment won the race (the earlier start, then
+    the smaller run id, keeps the sweep; this one's row then says `failed`). Raises
+    BadInput naming the other run."""
+    sweep = manifest["sweep"]
+    if not allow_concurrent:
+        refuse_if_busy(catalog, sweep)
+    write_run(catalog, {**manifest, "state": "running"})
+    if allow_concurrent:
+        return
+    mine = (manifest["started_at"], manifest["run_id"])
+    earlier = [
+        run
+        for run in live_runs(catalog, sweep)
+        if (run["started_at"], run["run_id"]) < mine and run["run_id"] != manifest["run_id"]
+    ]
+    if earlier:
+        write_run(catalog, {**manifest, "state": "failed", "finished_at": datetime.now(UTC)})
+        raise _busy(earlier[0])
