@@ -183,6 +183,17 @@ class Snapshot:
         )
         self.connection.execute(f"CREATE VIEW runs AS {RUNS_VIEW}")
 
+    def close(self) -> None:
+        """Close the DuckDB connection (a connection left open at interpreter exit, with
+        an Arrow dataset registered, can abort the process)."""
+        self.connection.close()
+
+    def __enter__(self) -> "Snapshot":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def files(self) -> list[str]:
         """The data files of `results` in this snapshot (URIs)."""
         return self.results.file_uris() if self.results is not None else []
@@ -220,17 +231,41 @@ class Snapshot:
         except (OSError, pa.ArrowException, duckdb.Error) as exc:
             from puzzlesweep.catalog.maintenance import damaged_files
 
-            damaged = [path for path, _ in damaged_files(self.location, self.results)]
-            if not damaged and isinstance(exc, duckdb.Error):
-                raise BadInput(f"query failed: {exc}") from None
-            if not damaged:
+            if not damaged_files(self.location, self.results):
+                if isinstance(exc, duckdb.Error):
+                    raise BadInput(f"query failed: {exc}") from None
                 raise
+            # files of this snapshot are unreadable: damaged now, or vacuumed since
+            damaged = [
+                path for path, _ in damaged_files(self.location, open_table(self.location, RESULTS))
+            ]
+            if not damaged:
+                raise StaleSnapshot(
+                    f"catalog {self.location.uri}: version "
+                    f"{self.results_version} was vacuumed while read"
+                ) from None
             more = f" and {len(damaged) - 1} more" if len(damaged) > 1 else ""
             raise CatalogDamaged(
                 f"catalog {self.location.uri}: data file {damaged[0]}{more} cannot be read "
                 f"({str(exc).splitlines()[0][:120]}); run `puzzlesweep catalog check`, then "
                 "`puzzlesweep catalog repair` and re-run the sweep to solve its rows again"
             ) from None
+
+
+class StaleSnapshot(BadInput):
+    """The files of a snapshot were vacuumed (`catalog compact`) while it was read."""
+
+
+def _fresh(catalog: CatalogLike, read, as_of: int | str | None = None):
+    """`read(snapshot)` on a new snapshot, taken again (up to 3 times) when a compaction
+    vacuumed the files of the one being read."""
+    for attempt in range(3):
+        try:
+            with snapshot(catalog, as_of) as shot:
+                return read(shot)
+        except StaleSnapshot:
+            if attempt == 2 or as_of is not None:
+                raise
 
 
 def snapshot(catalog: CatalogLike, as_of: int | str | None = None) -> Snapshot:
@@ -264,7 +299,7 @@ def query(
     `latest` and `runs` of one snapshot; returns (column names, rows as tuples). Raises
     BadInput for a missing or empty catalog or an SQL error, CatalogDamaged for a data
     file that cannot be read."""
-    return snapshot(catalog, as_of).query(sql, parameters)
+    return _fresh(catalog, lambda shot: shot.query(sql, parameters), as_of)
 
 
 def to_arrow(
@@ -272,7 +307,7 @@ def to_arrow(
 ) -> pa.Table:
     """The result of `sql` as a pyarrow Table (typed columns: lists stay lists,
     timestamps UTC). Raises as `query` does."""
-    return snapshot(catalog).arrow(sql, parameters)
+    return _fresh(catalog, lambda shot: shot.arrow(sql, parameters))
 
 
 def to_pandas(
@@ -284,7 +319,7 @@ def to_pandas(
         import pandas  # noqa: F401
     except ImportError:
         raise ImportError("to_pandas needs pandas: pip install pandas") from None
-    return snapshot(catalog).relation(sql, parameters).df()
+    return _fresh(catalog, lambda shot: shot.relation(sql, parameters).df())
 
 
 def files(catalog: CatalogLike) -> list[str]:
@@ -305,7 +340,11 @@ def finished(catalog: CatalogLike, planned: Iterable[DoneKey] | None = None) -> 
     location = locate(catalog)
     if open_table(location, RESULTS) is None:
         return set()
-    shot = Snapshot(location)
+    with Snapshot(location) as shot:
+        return _finished(shot, planned)
+
+
+def _finished(shot: Snapshot, planned: Iterable[DoneKey] | None) -> set[DoneKey]:
     sql = (
         "SELECT DISTINCT params_key, solver, time_limit, node_limit FROM results "
         "WHERE status <> 'error'"
@@ -396,6 +435,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "STATUSES",
     "Snapshot",
+    "StaleSnapshot",
     "check",
     "check_writable",
     "claim",

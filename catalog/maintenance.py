@@ -147,7 +147,9 @@ def lost_keys(location: Location, paths: list[str]) -> list[str] | None:
         if KEYS in info:
             found.update(json.loads(info[KEYS]) or [])
             return True
-        return bool(removed) and all(collect(p) for p in removed)  # a compaction's inputs
+        # a compaction: its output holds the inputs of the same partition (directory)
+        inputs = [p for p in removed if posixpath.dirname(p) == posixpath.dirname(path)]
+        return bool(inputs) and all(collect(p) for p in inputs)
 
     return sorted(found) if all(collect(p) for p in paths) else None
 

@@ -64,9 +64,24 @@ def read_run(catalog, run_id: str) -> dict[str, Any] | None:
     return rows[0] if rows else None
 
 
+def _dead_here(row: dict) -> bool:
+    """Is `row` a run of this host whose process is gone?"""
+    if row["host"] != socket.gethostname() or row["pid"] is None:
+        return False
+    try:
+        os.kill(row["pid"], 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
+
+
 def live_runs(catalog, sweep: str) -> list[dict]:
-    """The runs of sweep `sweep` that are running now: state `running` and a heartbeat
-    younger than `catalog.LOST_AFTER_SECONDS`, oldest first."""
+    """The runs of sweep `sweep` that are running now, oldest first: state `running`, a
+    heartbeat younger than `catalog.LOST_AFTER_SECONDS`, and, on this host, a process
+    that is still there. A run of this host whose process is gone is recorded as `lost`
+    at once (its heartbeat would say so only later)."""
     from puzzlesweep.catalog import LOST_AFTER_SECONDS
 
     cutoff = datetime.now(UTC) - timedelta(seconds=LOST_AFTER_SECONDS)
@@ -79,6 +94,9 @@ def live_runs(catalog, sweep: str) -> list[dict]:
             and row["heartbeat_at"] >= cutoff
         ),
     )
+    for row in [row for row in rows if _dead_here(row)]:
+        write_run(catalog, {**row, "state": "lost"})
+        rows.remove(row)
     return sorted(rows, key=lambda row: (row["started_at"], row["run_id"]))
 
 

@@ -206,7 +206,7 @@ def sweep(
     started = time.perf_counter()
     catalog_path = catalog.resolve(catalog_path)  # workers may run elsewhere
     plan, todo = _todo(spec_path, catalog_path, force)
-    catalog.prepare(catalog_path, {puzzles.get(job.family).Params for job in plan.jobs})
+    catalog.prepare(catalog_path, {puzzles.get(job.instance.family).Params for job in plan.jobs})
     run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid4().hex[:6]}"
     planner = Planner(todo, run_id, plan.name, workers, batch_size)
     logger.info(

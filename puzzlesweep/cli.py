@@ -585,8 +585,7 @@ def catalog_summary(
 
     where, args = ("WHERE sweep = ?", [sweep]) if sweep else ("", [])
     statuses = ", ".join(f"count(*) FILTER (status = '{s}') AS {s}" for s in store.STATUSES)
-    with catalog_errors():
-        shot = store.snapshot(catalog or store.default_catalog())
+    with catalog_errors(), store.snapshot(catalog or store.default_catalog()) as shot:
         columns, rows = shot.query(
             "SELECT run_id, sweep, state, host, pid, started_at, heartbeat_at, finished_at, "
             f"planned, skipped, solved FROM runs {where} ORDER BY run_id",
@@ -728,8 +727,7 @@ def catalog_verify(catalog: CatalogOption = None) -> None:
     from puzzlesweep.solve import recheck
 
     checked, failures = 0, []
-    with catalog_errors():
-        shot = store.snapshot(catalog or store.default_catalog())
+    with catalog_errors(), store.snapshot(catalog or store.default_catalog()) as shot:
         for family in puzzles.FAMILIES:
             columns, rows = shot.query(
                 "SELECT * FROM results WHERE family = ? AND solution IS NOT NULL", [family]

@@ -104,10 +104,14 @@ def state(catalog: str | Path) -> dict[str, Any]:
     }
     if not store.exists(catalog):
         return result
-    shot = store.snapshot(catalog)
-    if shot.results is None:
-        return result
-    connection = shot.connection
+    with store.snapshot(catalog) as shot:
+        if shot.results is not None:
+            _fill_state(result, shot.connection, now)
+    return result
+
+
+def _fill_state(result: dict[str, Any], connection, now: datetime) -> None:
+    """Fill `result`'s lists from the views of one snapshot's DuckDB `connection`."""
     by_status: dict[str, dict[str, int]] = {}
     for run_id, status, count in connection.execute(RUN_STATUS).fetchall():
         by_status.setdefault(run_id, {})[status] = count
@@ -168,7 +172,6 @@ def state(catalog: str | Path) -> dict[str, Any]:
         result["families"].append({"family": family, "rows": rows})
     for family, bucket, count in connection.execute(TIMES).fetchall():
         result["times"].setdefault(family, []).append([bucket, count])
-    return result
 
 
 def _links() -> dict[str, str | None]:

@@ -71,9 +71,11 @@ def test_sweep_on_local_cluster_writes_a_queryable_catalog(prefect_api, spec, tm
         results, "SELECT count(*), count(DISTINCT run_id), min(schema_version) FROM results"
     )
     assert rows == [(16, 1, catalog.SCHEMA_VERSION)]
+    # one Delta commit (and one file) per batch, after the commit that made the table
     files = catalog.files(results)
-    assert len(files) == 4 and all(f.parent.name.startswith("family=") for f in files)
-    assert not list(results.rglob("*.tmp"))
+    assert len(files) == 4 and all(Path(f).parent.name.startswith("family=") for f in files)
+    commits = catalog.history(results)
+    assert sorted(c["rows"] for c in commits[:4]) == [2, 4, 4, 6] and len(commits) == 5
 
     # A re-run finds everything in the catalog and solves nothing, without a cluster.
     again = run_sweep(str(spec), str(results), workers=1)
@@ -115,7 +117,7 @@ def test_query_errors_are_named(tmp_path):
     assert done.returncode == 2 and "does not exist" in done.stderr
     (tmp_path / "empty").mkdir()
     done = cli("catalog", "query", "SELECT 1 FROM results", "--catalog", str(tmp_path / "empty"))
-    assert done.returncode == 2 and "holds no results yet" in done.stderr
+    assert done.returncode == 2 and "does not exist (run a sweep into it first)" in done.stderr
 
 
 def _temporary_apis() -> list[int]:

@@ -4,17 +4,17 @@ solves only missing parts; the certificate re-check catches tampering."""
 
 import json
 import math
-import os
 from dataclasses import replace
+from datetime import UTC, datetime
 
-import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable
 
 from puzzlesweep import catalog, puzzles
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows.prove import run_prove
 from puzzlesweep.flows.sweep import dask_cluster
-from puzzlesweep.proof import Proof, build, part_name, recheck, solve_one
+from puzzlesweep.proof import Proof, build, recheck, solve_one, stored
 from puzzlesweep.solvers import Limits, highs
 from puzzlesweep.solvers import split as splitting
 
@@ -87,15 +87,6 @@ def test_part_lower_limits():
     assert splitting.combine([9, math.inf], [9.0]).proven is True
 
 
-def _rewrite(path, **changes):
-    """Replace fields of the one row of the Parquet file `path` (a tampered catalog)."""
-    table = pq.read_table(path)
-    row = {**table.to_pylist()[0], **changes}
-    import pyarrow as pa
-
-    pq.write_table(pa.Table.from_pylist([row], schema=table.schema), path)
-
-
 def test_prove_on_a_local_cluster_resumes_and_rechecks(prefect_api, tmp_path):
     results = tmp_path / "results"
     # no cutoff in the first run: every part is solved to its own optimum
@@ -115,9 +106,9 @@ def test_prove_on_a_local_cluster_resumes_and_rechecks(prefect_api, tmp_path):
         assert rows == [("highs", 1, 0, 0), ("highs-split", 1, 0, 1), parts]
 
         # A killed run lost three parts: the re-run (with the cutoff) solves those only.
-        folder = results / "family=no_k_in_row"
-        for index in (0, 4, 5):  # not part 3, rows (1, 1), which holds the optimum
-            os.remove(folder / part_name(proof.key, index))
+        table = DeltaTable(str(results / "results"))
+        lost = ", ".join(f"'{proof.key}.{i}'" for i in (0, 4, 5))  # part 3 holds the optimum
+        assert table.delete(f"params_key IN ({lost})")["num_deleted_rows"] == 3
         again = run_prove(replace(proof, cutoff=True), str(results), address)
     assert (again["stored"], again["solved"], again["status"]) == (3, 3, "optimal")
     assert recheck(str(results), proof) == []
@@ -127,25 +118,32 @@ def test_prove_on_a_local_cluster_resumes_and_rechecks(prefect_api, tmp_path):
     assert rows == [(3,)]
 
     # The parts prove the optimum without the probe's bound.
-    os.remove(folder / part_name(proof.key, "probe"))
+    table.update_incremental()
+    table.delete(f"sweep = 'prove-{proof.key}' AND solver = 'highs'")
     assert recheck(str(results), proof) == []
-    # Tampering with the part that holds the optimum (8, found without cutoff).
-    combined_path = folder / part_name(proof.key, "combined")
-    cert = json.loads(pq.read_table(combined_path).to_pylist()[0]["certificate"])
+    # Tampering: the newest row of a part (or of the combined row) is the one that counts.
+    parts, _, combined = stored(str(results), proof)
+    cert = json.loads(combined["certificate"])
     (weakest,) = [p for p in cert["parts"] if p["status"] == "optimal" and p["lower"] == 8]
-    path = folder / part_name(proof.key, weakest["index"])
-    handle = json.loads(pq.read_table(path).to_pylist()[0]["subproblem"])
+    part = parts[weakest["index"]]
+    handle = json.loads(part["subproblem"])
+
+    def tamper(row: dict, **changes) -> None:
+        newer = {**row, **changes, "finished_at": datetime.now(UTC), "run_id": "tamper"}
+        newer["params"] = {name: newer.pop(name) for name in NOK.Params.model_fields}
+        assert catalog.write_batch(results, NOK.Params, [newer])
+
     # a lower limit that does not follow from the part's own status and bound
-    _rewrite(path, subproblem=json.dumps({**handle, "lower": 99}))
+    tamper(part, subproblem=json.dumps({**handle, "lower": 99}))
     assert any("follows from its status and bound" in p for p in recheck(str(results), proof))
     # a weaker part than the optimal claim needs
-    _rewrite(path, status="time_limit", bound=7.0, subproblem=json.dumps({**handle, "lower": 7}))
+    tamper(part, status="time_limit", bound=7.0, subproblem=json.dumps({**handle, "lower": 7}))
     assert any("the parts prove only 7" in p for p in recheck(str(results), proof))
     # a consistent lie (optimal 9 instead of 8, in the part and in the certificate):
     # only solving the part again catches it
-    _rewrite(path, status="optimal", bound=9.0, subproblem=json.dumps({**handle, "lower": 9}))
+    tamper(part, status="optimal", bound=9.0, subproblem=json.dumps({**handle, "lower": 9}))
     cert["parts"][weakest["index"]]["lower"] = 9
-    _rewrite(combined_path, certificate=json.dumps(cert))
+    tamper(combined, certificate=json.dumps(cert))
     assert recheck(str(results), proof) == []
     problems = recheck(str(results), proof, resolve_seconds=30)
     assert problems == [

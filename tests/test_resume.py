@@ -1,5 +1,6 @@
 """Real `puzzlesweep run` subprocesses against one catalog: killed with SIGKILL midway
-and run again, and two at once. Checked with DuckDB queries of the catalog.
+and run again, a second run of the same sweep refused while the first lives, and two
+runs of different sweeps at once. Checked with DuckDB queries of the catalog.
 
 The subprocesses use the session's Prefect test API (PREFECT_API_URL) rather than each
 starting a temporary one; each still starts its own Dask LocalCluster.
@@ -89,6 +90,20 @@ def test_sigkill_midway_then_rerun_solves_only_what_is_missing(api_env, tmp_path
     while len(catalog.files(results)) < 2 and first.poll() is None:
         assert time.monotonic() < deadline, (tmp_path / "first.log").read_text()[-2000:]
         time.sleep(0.2)
+    # The same sweep again while the first run lives: refused, naming it, nothing written.
+    (alive,) = catalog.live_runs(results, "slow")
+    refused = subprocess.run(
+        [*CLI, "run", str(spec), "--catalog", str(results)],
+        cwd=ROOT,
+        env=api_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert refused.returncode == 2, refused.stderr[-2000:]
+    assert f"sweep slow is being run into this catalog by run {alive['run_id']}" in refused.stderr
+    assert f"pid {first.pid}" in refused.stderr and "Traceback" not in refused.stderr
+    assert catalog.query(results, "SELECT count(*) FROM runs")[1] == [(1,)]
     os.kill(first.pid, signal.SIGKILL)
     assert first.wait(30) == -signal.SIGKILL
     try:  # its orphaned Dask workers and nannies, by the session it leads
@@ -132,6 +147,9 @@ def test_sigkill_midway_then_rerun_solves_only_what_is_missing(api_env, tmp_path
         [killed_run],
     )
     assert manifest == [("finished", 8, kept, 8 - kept, 8 - kept, SLOW)]
+    # the killed run: found dead on this host by the re-run, never shown as running again
+    _, [(state,)] = catalog.query(results, "SELECT state FROM runs WHERE run_id = ?", [killed_run])
+    assert state == "lost"
     _, [(from_rerun,)] = catalog.query(
         results, "SELECT count(*) FROM results WHERE run_id <> ?", [killed_run]
     )
@@ -193,17 +211,17 @@ def test_two_runs_into_one_catalog_at_once(api_env, tmp_path):
     assert boards == [(5, 5.0), (6, 8.0)]
 
 
-def test_a_retried_batch_keeps_its_file_and_solves_nothing(tmp_path):
+def test_a_retried_batch_commits_once_and_solves_nothing(tmp_path):
     from puzzlesweep.flows.sweep import Batch, solve_batch
     from puzzlesweep.solvers import Limits
 
     params = ({"piece": "knight", "rows": 4, "cols": 4, "variant": "dominating"},)
     batch = Batch.of("r1", "t", "domination", "highs", Limits(20), params, number=3)
     first = solve_batch.fn(batch, str(tmp_path))  # the task's body, as a worker runs it
-    (path,) = catalog.files(tmp_path)
-    assert path.name == "part-r1-00003.parquet" and first["counts"] == {"optimal": 1}
-    stamp = Path(path).stat().st_mtime_ns
-    again = solve_batch.fn(batch, str(tmp_path))  # a retry after the file was written
+    assert first["commit"] == "r1-00003" and first["counts"] == {"optimal": 1}
+    assert catalog.committed(tmp_path, "r1-00003")
+    versions = len(catalog.history(tmp_path))
+    again = solve_batch.fn(batch, str(tmp_path))  # a retry after the commit landed
     assert again.pop("seconds") < first.pop("seconds")  # read back, not solved again
-    assert again == first and Path(path).stat().st_mtime_ns == stamp
+    assert again == first and len(catalog.history(tmp_path)) == versions  # no new commit
     assert catalog.query(tmp_path, "SELECT count(*), min(objective) FROM results")[1] == [(1, 4.0)]
