@@ -13,7 +13,8 @@ is a fixed string of this module, and any other route is a 404. The page polls
   set out to solve, counts by status, first start and last finish (UTC ISO), rate
   (instances per minute) and estimated seconds left while it runs;
 - `failures`: the 50 latest results with status `error` or a failed verification;
-- `families`: per family, the latest result of each instance (at most 500), with `size`
+- `families`: per family, the latest result of each instance (view `latest`, symmetric
+  copies left out, at most 500), with `size`
   (the first integer parameter, or the product of the first list parameter), the
   parameters as text, objective, bound, gap, status and seconds;
 - `times`: per family, a histogram of solve seconds over half-decades (log10 buckets);
@@ -49,11 +50,8 @@ FROM results WHERE status = 'error' OR verified = false
 ORDER BY finished_at DESC LIMIT 50
 """
 LATEST = """
-SELECT * FROM results WHERE family = ?
-QUALIFY row_number() OVER (PARTITION BY instance_key ORDER BY status = 'error',
-                           finished_at DESC) = 1
-LIMIT 500
-"""
+SELECT * FROM latest WHERE family = ? AND NOT coalesce(equivalent, false) LIMIT 500
+"""  # the catalog's one definition of the latest row; symmetric copies left out
 TIMES = """
 SELECT family, floor(log10(greatest(solve_seconds, 1e-4)) * 2) / 2 AS bucket, count(*)
 FROM results GROUP BY ALL ORDER BY family, bucket

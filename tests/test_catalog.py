@@ -134,7 +134,8 @@ def test_outside_readers_see_one_table_with_every_familys_columns(tmp_path, rows
     eager = pl.read_delta(path).select(columns).to_dicts()
     connection = duckdb.connect()
     connection.register("dataset", DeltaTable(path).to_pyarrow_dataset())
-    duck = connection.sql("SELECT params_key, family, dims, piece, side FROM dataset").arrow()
+    duck = connection.sql("SELECT params_key, family, dims, piece, side FROM dataset")
+    duck = duck.to_arrow_table()
     for read in (delta, lazy, eager, duck.to_pylist()):
         assert sorted(read, key=lambda r: r["params_key"]) == expected
     assert len(frame) == 6 and {"dims", "piece", "side", "question"} <= set(frame.columns)

@@ -214,7 +214,7 @@ def test_catalog_verify_rechecks_every_solution(tmp_path):
         module = puzzles.get(family)
         instances = [Instance(family, make_params(module.Params, raw)) for raw in raws]
         rows = solve_instances(instances, module.SOLVERS[0], Limits(30))
-        catalog.write_batch(results, family, module.Params, rows)
+        catalog.write_batch(results, module.Params, rows)
     done = cli("catalog", "verify", "--catalog", str(results))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "6 solutions re-checked, 0 failed" in done.stdout
@@ -224,7 +224,7 @@ def test_catalog_verify_rechecks_every_solution(tmp_path):
     row = solve("domination", rows=5, cols=3)
     row["solution"] = ",".join(row["solution"].split(",")[1:])
     row["run_id"] = "tampered"
-    catalog.write_batch(results, "domination", module.Params, [row])
+    catalog.write_batch(results, module.Params, [row])
     done = cli("catalog", "verify", "--catalog", str(results))
     assert done.returncode == 1
     assert "7 solutions re-checked, 1 failed" in done.stdout
