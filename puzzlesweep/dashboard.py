@@ -38,7 +38,7 @@ from puzzlesweep import puzzles
 RUNS = """
 SELECT runs.run_id, runs.sweep, runs.state, runs.planned - runs.skipped AS total,
        count(results.run_id) AS done, runs.started_at AS first_start,
-       coalesce(max(results.finished_at), runs.heartbeat_at) AS last_finish
+       coalesce(max(results.finished_at), any_value(runs.heartbeat_at)) AS last_finish
 FROM runs LEFT JOIN results USING (run_id)
 GROUP BY ALL ORDER BY first_start DESC LIMIT 50
 """

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from puzzlesweep import catalog, puzzles
 from puzzlesweep.cli import app
 from puzzlesweep.core import Instance, make_params
+from puzzlesweep.dashboard import state as dashboard_state
 from puzzlesweep.solve import solve_instance
 from puzzlesweep.solvers import Limits
 
@@ -277,6 +278,10 @@ def test_runs_heartbeat_lost_and_a_second_run_of_a_sweep_refused(tmp_path):
     )
     assert states == [("a", "running"), ("b", "finished"), ("dead", "lost")]
     assert [r["run_id"] for r in catalog.live_runs(tmp_path, "s")] == ["a"]
+    # the dashboard shows the same states, from the moment a run starts
+    catalog.prepare(tmp_path, [puzzles.get("domination").Params])
+    shown = {run["run_id"]: run["state"] for run in dashboard_state(tmp_path)["runs"]}
+    assert shown == {"a": "running", "b": "finished", "dead": "lost"}
     manifest = {"run_id": "c", "sweep": "s", "started_at": datetime.now(UTC)}
     with pytest.raises(catalog.BadInput, match="sweep s is being run .* by run a"):
         catalog.claim(tmp_path, manifest)
