@@ -57,6 +57,7 @@ class TemporaryAPI:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             text=True,
+            process_group=0,  # a Ctrl-C at the terminal is for the run, which stops this
             env={
                 **os.environ,
                 "PREFECT_UI_ENABLED": "0",

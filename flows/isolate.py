@@ -16,7 +16,13 @@ puzzlesweep.flows.isolate`) and the worker only waits:
   incumbent survives). The clock starts when the instance is sent, after the child's
   start-up (it says `ready` once its imports are done).
 - crash: a child that dies (any signal or exit) is recorded as status `error` with the
-  signal's name; a fresh child solves the next instance.
+  signal's name, and with its memory limit only when its peak memory came near it (the
+  kernel's rusage of the child); a fresh child solves the next instance.
+- interrupt: the child runs in a process group of its own, so a Ctrl-C at the terminal
+  (SIGINT to the foreground group) or a SIGTERM to the run's group does not reach it: the
+  run decides what stops. A child that is stopped all the same by SIGINT, SIGTERM or
+  SIGHUP raises `Interrupted` in the worker: its instance is not done, which is not an
+  `error` row.
 
 Protocol: one JSON object per line each way. Request: {"family", "params", "solver",
 "time_limit", "node_limit"}; reply: the row of `solve_instance` with datetimes as ISO text.
@@ -44,6 +50,17 @@ GRACE = 30.0
 STARTUP = 120.0
 #: The smallest memory limit accepted (the child's imports alone take about 100 MiB).
 MIN_MEMORY = 256 * 2**20
+#: Signals by which someone stops a process (not a crash): its instance is not done.
+STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: A child that died by a signal is said to have met its memory limit when its peak
+#: resident memory reached this share of the limit (RLIMIT_DATA counts reserved memory,
+#: which is at least what is resident).
+NEAR_LIMIT = 0.5
+
+
+class Interrupted(RuntimeError):
+    """The child solver was stopped from outside (SIGINT, SIGTERM, SIGHUP) while it
+    solved: its instance is not done, and nothing may be recorded for it."""
 
 
 def mib(size: int) -> str:
@@ -54,9 +71,10 @@ def mib(size: int) -> str:
 class Child:
     """One child solver process with an optional memory limit (bytes; None: no limit).
 
-    `solve(request)` returns the reply row (dict); it never raises for what happens in
+    `solve(request)` returns the reply row (dict); it does not raise for what happens in
     the child: a killed or crashed child becomes an `error` or `time_limit` row and the
-    next call starts a new child. Not thread-safe: use one per thread.
+    next call starts a new child. Only a child stopped from outside (SIGINT, SIGTERM,
+    SIGHUP) raises `Interrupted`. Not thread-safe: use one per thread.
     """
 
     def __init__(self, memory_limit: int | None = None, grace: float = GRACE):
@@ -81,7 +99,9 @@ class Child:
             stderr=subprocess.DEVNULL,
             text=True,
             bufsize=1,
+            process_group=0,  # a terminal's Ctrl-C is for the run, not for its solvers
         )
+        self._peak_kib = 0
         self._read_line(process, time.monotonic() + STARTUP)
         return process
 
@@ -109,7 +129,8 @@ class Child:
 
     def solve(self, request: dict[str, Any]) -> dict[str, Any]:
         """Solve one instance (a request dict, see the module docstring) in the child;
-        returns the row. Raises nothing for failures inside the child."""
+        returns the row. Raises nothing for failures inside the child, except
+        `Interrupted` when someone stopped the child (SIGINT, SIGTERM, SIGHUP)."""
         self.start()
         process = self.process
         started = time.time()
@@ -123,14 +144,10 @@ class Child:
         if line:
             return _decode(json.loads(line))
         seconds = time.time() - started
-        if ended:
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
-        if process.poll() is None:  # still running past its deadline: kill it
+        code = self._reap(process, 10.0 if ended else 0.0)
+        if code is None:  # still running past its deadline: kill it
             process.kill()
-            process.wait()
+            self._reap(process, None)
             return _failed(
                 request,
                 "time_limit",
@@ -139,13 +156,47 @@ class Child:
                 started,
                 seconds,
             )
-        code = process.wait()
-        if code < 0:
-            how = f"was killed by {signal.Signals(-code).name}"
-        else:
-            how = f"exited with code {code}"
-        memory = f" (memory limit {mib(self.memory_limit)})" if self.memory_limit else ""
-        return _failed(request, "error", f"the solver process {how}{memory}", started, seconds)
+        if code < 0 and -code in STOPPING:
+            raise Interrupted(f"the solver process was stopped by {signal.Signals(-code).name}")
+        return _failed(request, "error", self.death(code), started, seconds)
+
+    def death(self, code: int) -> str:
+        """Why the child ended with exit `code` (negative: the signal), as one line:
+        the signal or the code, and the memory limit only when the child's peak resident
+        memory came near it (`NEAR_LIMIT`), with that peak."""
+        how = (
+            f"was killed by {signal.Signals(-code).name}"
+            if code < 0
+            else f"exited with code {code}"
+        )
+        peak = self._peak_kib * 1024
+        if self.memory_limit and peak >= NEAR_LIMIT * self.memory_limit:
+            return (
+                f"the solver process {how} after reaching {mib(peak)} of its memory "
+                f"limit of {mib(self.memory_limit)}"
+            )
+        return f"the solver process {how} (peak memory {mib(peak)})"
+
+    def _reap(self, process: subprocess.Popen, timeout: float | None) -> int | None:
+        """Wait up to `timeout` seconds (None: for ever) for the child to end; returns its
+        exit code (negative: the signal) or None while it runs. Reaps it with `wait4`,
+        which also gives its peak resident memory (kept in `_peak_kib`)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while process.returncode is None:
+            try:
+                pid, status, usage = os.wait4(
+                    process.pid, os.WNOHANG if deadline is not None else 0
+                )
+            except ChildProcessError:  # reaped elsewhere
+                return process.poll()
+            if pid:
+                self._peak_kib = usage.ru_maxrss
+                process.returncode = os.waitstatus_to_exitcode(status)
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+            time.sleep(0.02)
+        return process.returncode
 
     def close(self) -> None:
         """Stop the child (it also exits by itself when its input closes)."""

@@ -21,6 +21,13 @@ for peg solitaire, `counts = "all"` or `"balanced"` for monochromatic lines).
 
 `load(path)` validates the whole spec and expands every instance before any work starts;
 every error names the file, the study and the key.
+
+Size is checked before anything is expanded: each range's ends must be valid values of
+the family (`rows = "1..100000000"` names the first invalid end at once), and the
+instances a spec stands for are counted without materialising them (ranges by their
+length, family words such as `counts = "all"` by the family's `expand_count` when it has
+one) and refused above a limit: `max_instances` in the spec, or `--max-instances` on the
+command line, default `MAX_INSTANCES`.
 """
 
 import itertools
@@ -39,6 +46,8 @@ from puzzlesweep.solve import check_solver
 from puzzlesweep.solvers import Limits
 
 RANGE = re.compile(r"^\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*$")
+#: Instances a spec may stand for unless it (or the command line) allows more.
+MAX_INSTANCES = 20_000
 
 
 class Study(BaseModel):
@@ -57,6 +66,7 @@ class Spec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
+    max_instances: int | None = Field(None, ge=1)
     study: list[Study] = Field(min_length=1)
 
 
@@ -106,6 +116,107 @@ def _values(key: str, value: Any, list_valued: bool) -> list[Any]:
     return [value]
 
 
+def _size(value: Any, list_valued: bool) -> int:
+    """How many values one grid entry stands for, without making them."""
+    if isinstance(value, list):
+        if list_valued and value and not any(isinstance(v, list) for v in value):
+            return 1
+        return len(value)
+    if isinstance(value, str) and (match := RANGE.match(value)):
+        return max(0, int(match[2]) - int(match[1]) + 1)
+    return 1
+
+
+def _first(value: Any, list_valued: bool) -> Any:
+    """The first value one grid entry stands for."""
+    if isinstance(value, str) and (match := RANGE.match(value)):
+        return int(match[1])
+    try:
+        return _values("", value, list_valued)[0]
+    except ValueError:  # an empty list: counting reports it
+        return value
+
+
+def _list_valued(module) -> set[str]:
+    """The parameters of a family whose values are lists (`dims`, `counts`)."""
+    return {
+        name
+        for name, info in module.Params.model_fields.items()
+        if typing.get_origin(info.annotation) is list
+        or any(typing.get_origin(a) is list for a in typing.get_args(info.annotation))
+    }
+
+
+def check_ranges(family: str, grid: dict[str, Any]) -> None:
+    """Raise ValueError (prefixed by the key) when an end of a range `"a..b"` is not a
+    valid value of the family: each end is tried with the first value of every other
+    key (ties follow), and only an error of that key (or of a key tied to it) counts."""
+    module = puzzles.get(family)
+    list_valued = _list_valued(module)
+    ties = {k: v[1:] for k, v in grid.items() if isinstance(v, str) and v.startswith("=")}
+    base = {k: _first(v, k in list_valued) for k, v in grid.items() if k not in ties}
+    for key, value in grid.items():
+        match = RANGE.match(value) if isinstance(value, str) else None
+        if key in ties or not match or key not in module.Params.model_fields:
+            continue
+        mine = {key} | {k for k, target in ties.items() if target == key}
+        for end in (int(match[2]), int(match[1])):
+            probe = {**base, key: end}
+            probe.update({k: probe.get(t) for k, t in ties.items()})
+            try:
+                module.Params.model_validate(probe)
+            except ValidationError as exc:
+                for error in exc.errors():
+                    if error["loc"] and error["loc"][0] in mine:
+                        message = error["msg"].removeprefix("Value error, ")
+                        raise ValueError(
+                            f"{key}: range {value!r}: {end} is not a valid value ({message})"
+                        ) from None
+
+
+def count_grid(family: str, grid: dict[str, Any], cap: int) -> int:
+    """How many raw parameter dicts `expand_grid` would make, counted without making
+    them; counting stops past `cap` (the result is then `cap + 1`). Family words are
+    counted by the family's `expand_count(point, cap)` when it has one, else by
+    expanding the point. Raises ValueError as `expand_grid` does."""
+    module = puzzles.get(family)
+    list_valued = _list_valued(module)
+    ties = {k: v[1:] for k, v in grid.items() if isinstance(v, str) and v.startswith("=")}
+    free = {k: v for k, v in grid.items() if k not in ties}
+    product = 1
+    for key, value in free.items():
+        size = _size(value, key in list_valued)
+        if size == 0:
+            raise ValueError(f"{key}: range {value!r} is empty")
+        product *= size
+    if product > cap:
+        return cap + 1
+    words = [k for k, v in free.items() if isinstance(v, str) and not RANGE.match(v)]
+    if not words:
+        return product
+    counter = getattr(module, "expand_count", None)
+    total = 0
+    for point in _points(free, ties, list_valued):
+        total += counter(point, cap - total) if counter else len(module.expand(point))
+        if total > cap:
+            return cap + 1
+    return total
+
+
+def _points(free: dict, ties: dict, list_valued: set[str]):
+    """The grid's points (product of the free keys, ties applied), one at a time."""
+    values = {}
+    for key, value in free.items():
+        try:
+            values[key] = _values(key, value, key in list_valued)
+        except ValueError as exc:
+            raise ValueError(f"{key}: {exc}") from None
+    for combo in itertools.product(*values.values()):
+        point = dict(zip(values, combo, strict=True))
+        point.update({key: point[target] for key, target in ties.items()})
+        yield point
+
+
 def expand_grid(family: str, grid: dict[str, Any]) -> list[dict[str, Any]]:
     """Every raw parameter dict of a grid (product, ranges, ties, family words).
 
@@ -138,9 +249,14 @@ def expand_grid(family: str, grid: dict[str, Any]) -> list[dict[str, Any]]:
     return points
 
 
-def parse(text: str, source: str = "<spec>") -> Sweep:
+def parse(text: str, source: str = "<spec>", max_instances: int | None = None) -> Sweep:
     """Validate spec `text` and expand every job; raises BadInput naming `source`, the
-    study and the key. Jobs repeated within the spec are kept once."""
+    study and the key. Jobs repeated within the spec are kept once.
+
+    Before anything is expanded, the ends of every range are checked (`check_ranges`)
+    and the instances of all studies counted (`count_grid`): more than `max_instances`
+    (else the spec's `max_instances`, else `MAX_INSTANCES`) raises BadInput saying how
+    to allow more."""
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -149,6 +265,20 @@ def parse(text: str, source: str = "<spec>") -> Sweep:
         spec = Spec.model_validate(raw)
     except ValidationError as exc:
         raise BadInput(f"{source}: {validation_message(exc)}") from None
+    limit = max_instances or spec.max_instances or MAX_INSTANCES
+    planned = 0
+    for number, study in enumerate(spec.study, 1):
+        where = f"{source}: study {number} ({study.family})"
+        try:
+            check_ranges(study.family, study.grid)
+            planned += count_grid(study.family, study.grid, limit - planned)
+        except (BadInput, ValueError) as exc:
+            raise BadInput(f"{where}: {exc}") from None
+        if planned > limit:
+            raise BadInput(
+                f"{where}: the spec stands for more than {limit:,} instances; narrow its "
+                "grids, or allow more with max_instances = N in the spec or --max-instances N"
+            )
     jobs: dict[tuple, Job] = {}
     for number, study in enumerate(spec.study, 1):
         where = f"{source}: study {number} ({study.family})"
@@ -169,10 +299,16 @@ def parse(text: str, source: str = "<spec>") -> Sweep:
     return Sweep(spec.name, text, list(jobs.values()))
 
 
-def load(path: str | Path) -> Sweep:
-    """`parse` the spec file at `path`; raises BadInput if it cannot be read."""
+def load(path: str | Path, max_instances: int | None = None) -> Sweep:
+    """`parse` the spec file at `path` (with `max_instances`); raises BadInput if it
+    cannot be read, is not UTF-8 text, or is too large."""
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise BadInput(f"{path}: cannot read the spec: {exc.strerror}") from None
-    return parse(text, str(path))
+    except UnicodeDecodeError as exc:
+        raise BadInput(
+            f"{path}: the spec is not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
+            f"offset {exc.start})"
+        ) from None
+    return parse(text, str(path), max_instances)

@@ -25,6 +25,7 @@ This module holds no puzzle logic: it only groups, submits and counts.
 import os
 import queue
 import re
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -39,11 +40,75 @@ from puzzlesweep import __version__, catalog, puzzles
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows.api import TemporaryAPI
 from puzzlesweep.flows.batches import Batch, Planner
+from puzzlesweep.flows.faults import (
+    CatalogUnwritable,
+    RunStopped,
+    first_line,
+    permanent,
+    retry_transient,
+)
 from puzzlesweep.flows.progress import Progress
 from puzzlesweep.flows.spec import load
 from puzzlesweep.solve import canonical_instance, carry_over, empty_row
 
 RETRIES = 2  # extra attempts of a batch after a transient failure (Prefect task retries)
+#: Called (no arguments) once an interrupted run has written its row: the command line
+#: exits there rather than wait for the cluster's teardown.
+after_interrupt: list[Callable[[], None]] = []
+#: Called (no arguments) in the flow's thread as it starts: the command line puts its
+#: SIGTERM handler back over Prefect's (which Prefect installs for runner-driven
+#: cancellation, and which would log a crash and leave the run's row `failed`).
+on_flow_start: list[Callable[[], None]] = []
+
+
+# The flow calls the hooks through these module functions, which pickle by reference:
+# the flow's own code is shipped with every task, and the hooks (closures over the
+# command line's console) cannot be pickled.
+def _flow_started() -> None:
+    for hook in list(on_flow_start):
+        hook()
+
+
+def _interrupted() -> None:
+    for hook in list(after_interrupt):
+        hook()
+
+
+# (the flow reaches these through module functions only: see `_flow_started`)
+_stop = threading.Event()
+_in_loop = [0]  # sweep flows of this process inside their submit loop
+
+
+def _looping(step: int) -> None:
+    """A flow enters (+1, clearing an old stop request) or leaves (-1) its loop."""
+    if step > 0 and not _in_loop[0]:
+        _stop.clear()
+    _in_loop[0] += step
+
+
+def request_stop() -> bool:
+    """Ask the sweep flows running in this process to stop as if interrupted: within
+    about `POLL` seconds each stops submitting, writes its row as `interrupted` and
+    raises KeyboardInterrupt. Safe in a signal handler. Returns whether a flow was in
+    its submit loop to hear it (if not, the caller interrupts in its own way)."""
+    _stop.set()
+    return _in_loop[0] > 0
+
+
+POLL = 0.25  # seconds between looks at a stop request while batches run
+
+
+def _next_done(finished: queue.Queue):
+    """The next future to finish; raises KeyboardInterrupt once a stop is requested."""
+    while True:
+        if _stop.is_set():
+            raise KeyboardInterrupt
+        try:
+            return finished.get(timeout=POLL)
+        except queue.Empty:
+            continue
+
+
 ADDRESS = re.compile(r"^(tcp|tls)://[^\s:/]+:\d{1,5}$")
 
 
@@ -71,7 +136,13 @@ def _report(app_id: str, rows: list[dict], attempt: int, seconds: float) -> dict
     }
 
 
-@task(name="solve-batch", cache_policy=NO_CACHE, retries=RETRIES, retry_delay_seconds=2)
+@task(
+    name="solve-batch",
+    cache_policy=NO_CACHE,
+    retries=RETRIES,
+    retry_delay_seconds=2,
+    retry_condition_fn=retry_transient,
+)
 def solve_batch(batch: Batch, catalog_path: str, memory_limit: int | None = None) -> dict:
     """Solve, verify and commit one batch; returns {"commit" (its application
     transaction id, RUN-NUMBER), "counts" (status → count), "instances", "verified",
@@ -82,7 +153,10 @@ def solve_batch(batch: Batch, catalog_path: str, memory_limit: int | None = None
     and node limits and `memory_limit` bytes (default: the Dask worker's memory limit per
     thread; None: no limit). A batch already committed (an earlier attempt wrote it, but
     its report was lost with its worker) is read back, not solved again. Raises OSError
-    when the catalog cannot be written (Prefect retries the task)."""
+    when the catalog cannot be written transiently (Prefect retries the task),
+    CatalogUnwritable when no retry can help (`faults.permanent`: not retried), and
+    isolate.Interrupted when a solver was stopped from outside (its rows are not
+    written: an interrupted instance is not done)."""
     from prefect.runtime import task_run
 
     started = time.perf_counter()
@@ -101,7 +175,14 @@ def solve_batch(batch: Batch, catalog_path: str, memory_limit: int | None = None
         rows = [{"status": status, "verified": verified} for status, verified in rows]
     else:
         rows = _solve_rows(batch, family, memory_limit)
-        catalog.write_batch(catalog_path, family.Params, rows, app_id)
+        try:
+            catalog.write_batch(catalog_path, family.Params, rows, app_id)
+        except Exception as exc:
+            if permanent(exc):
+                raise CatalogUnwritable(
+                    f"catalog {catalog_path} cannot be written: {first_line(exc)}"
+                ) from None
+            raise
     return _report(app_id, rows, attempt, time.perf_counter() - started)
 
 
@@ -189,23 +270,31 @@ def sweep(
     memory_limit: int | None = None,
     retries: int = RETRIES,
     allow_concurrent: bool = False,
+    max_instances: int | None = None,
 ) -> dict:
     """Run the sweep of `spec_path` into `catalog_path`; returns {"run_id", "sweep",
     "planned", "skipped", "solved", "counts", "batches", "retried" (batches that needed
     more than one attempt), "failed" (batches that failed every attempt), "seconds"}.
     Instances with a final result for the same solver and limits are skipped unless
     `force`. `memory_limit` (bytes per instance) and `retries` (per batch) as in
-    `solve_batch`.
+    `solve_batch`; `max_instances` as in `spec.parse`.
 
     The run's row in `runs` is written before the first batch (state `running`), kept
     alive by a heartbeat, and replaced at the end (`finished`; `failed` when a batch
-    failed every attempt; `interrupted` on KeyboardInterrupt) with its counts by status.
+    failed every attempt; `interrupted` on KeyboardInterrupt or Prefect's
+    TerminationSignal) with its counts by status,
+    counted in the catalog (the rows this run wrote), not from the reports received.
     Raises BadInput when another run of the same sweep is alive in the catalog, unless
-    `allow_concurrent`."""
+    `allow_concurrent`. Stops (state `failed`, the report's "stopped" says why) at the
+    first batch that fails with an error no retry can fix (`faults.permanent`), without
+    waiting for the others."""
+    from prefect.exceptions import TerminationSignal
+
+    _flow_started()
     logger = get_run_logger()
     started = time.perf_counter()
     catalog_path = catalog.resolve(catalog_path)  # workers may run elsewhere
-    plan, todo = _todo(spec_path, catalog_path, force)
+    plan, todo = _todo(spec_path, catalog_path, force, max_instances)
     catalog.prepare(catalog_path, {puzzles.get(job.instance.family).Params for job in plan.jobs})
     run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid4().hex[:6]}"
     planner = Planner(todo, run_id, plan.name, workers, batch_size)
@@ -235,11 +324,13 @@ def sweep(
     finished: queue.Queue = queue.Queue()  # futures, as their tasks end
     running: dict = {}  # future -> its batch
     state = "failed"
+    stopped: str | None = None
 
     def so_far() -> dict:
         counts = _status_counts(progress.counts)
         return {**manifest, **counts, "solved": progress.done, "batches": planner.planned}
 
+    _looping(1)
     try:
         with catalog.Heartbeat(catalog_path, so_far):
             while True:
@@ -250,15 +341,17 @@ def sweep(
                     future.add_done_callback(finished.put)
                 if not running:
                     break
-                future = finished.get()
+                future = _next_done(finished)
                 batch = running.pop(future)
                 try:
                     report = future.result()
                 except Exception as exc:  # a batch that failed every attempt: the others go on
                     planner.record(batch, None)
-                    failed.append(
-                        f"batch {batch.number} ({batch.family}): {type(exc).__name__}: {exc}"
-                    )
+                    failed.append(f"batch {batch.number} ({batch.family}): {first_line(exc)}")
+                    if permanent(exc):  # every later batch would fail the same way
+                        stopped = failed[-1]
+                        _cancel(running)
+                        break
                     logger.error("%s", failed[-1])
                     continue
                 planner.record(batch, report["seconds"])
@@ -267,13 +360,16 @@ def sweep(
                 logger.info(
                     "%d/%d instances solved (%s)", snapshot.done, len(todo), snapshot.counts
                 )
-        state = "finished" if progress.done == len(todo) else "failed"
-    except KeyboardInterrupt:
+        state = "finished" if progress.done == len(todo) and not stopped else "failed"
+    except (KeyboardInterrupt, TerminationSignal):  # nothing more is sent
         state = "interrupted"
         raise
     finally:
+        _looping(-1)
         ended = {"state": state, "finished_at": datetime.now(UTC)}
-        catalog.write_run(catalog_path, {**so_far(), **ended})
+        catalog.write_run(catalog_path, {**so_far(), **written(catalog_path, run_id), **ended})
+        if state == "interrupted":
+            _interrupted()
     progress.finish()
     return {
         "run_id": run_id,
@@ -285,14 +381,53 @@ def sweep(
         "batches": planner.planned,
         "retried": retried,
         "failed": failed,
+        "stopped": stopped,
         "seconds": time.perf_counter() - started,
     }
 
 
-def _todo(spec_path: str, catalog_path: str, force: bool) -> tuple:
+def _cancel(running: dict) -> None:
+    """Cancel the submitted batches of `running` (futures): those not started never
+    start; a running one ends with its worker (the cluster closes after the flow)."""
+    for future in running:
+        wrapped = getattr(future, "wrapped_future", None)
+        try:
+            (wrapped or future).cancel()
+        except Exception:  # noqa: BLE001 (already done, or its scheduler is gone)
+            pass
+
+
+def written(catalog_path: str, run_id: str) -> dict:
+    """The counts of run `run_id` as its rows in `results` tell them: `solved` (rows
+    written) and one count per status; empty when the catalog cannot be read (the caller
+    keeps the counts it has)."""
+    try:
+        _, rows = catalog.query(
+            catalog_path,
+            "SELECT status, count(*) FROM results WHERE run_id = ? GROUP BY 1",
+            [run_id],
+        )
+    except Exception:  # noqa: BLE001 (an unreadable catalog: the reports' counts stand)
+        return {}
+    counts = Counter(dict(rows))
+    return {**_status_counts(counts), "solved": sum(counts.values())}
+
+
+def _settle(catalog_path: str, run_id: str) -> None:
+    """Count run `run_id`'s rows again and rewrite its row in `runs` if a batch
+    committed after the flow counted them."""
+    row = catalog.read_run(catalog_path, run_id)
+    counts = written(catalog_path, run_id)
+    if row is not None and counts and counts["solved"] != row["solved"]:
+        catalog.write_run(catalog_path, {**row, **counts})
+
+
+def _todo(
+    spec_path: str, catalog_path: str, force: bool, max_instances: int | None = None
+) -> tuple:
     """(the spec's plan, its jobs without a final result in the catalog, all if `force`).
-    Raises BadInput for a bad spec."""
-    plan = load(spec_path)
+    Raises BadInput for a bad or too large spec."""
+    plan = load(spec_path, max_instances)
     done = set() if force else catalog.finished(catalog_path, [j.done_key for j in plan.jobs])
     return plan, [job for job in plan.jobs if job.done_key not in done]
 
@@ -347,7 +482,12 @@ def dask_cluster(
     Yields (scheduler address, dashboard URL or None, workers connected now). Raises
     BadInput for a malformed address or a scheduler that does not answer in `timeout`
     seconds. Workers of an existing cluster need only the installed package: tasks
-    carry handles (family, parameters, solver, limits), never code or models."""
+    carry handles (family, parameters, solver, limits), never code or models.
+
+    The local workers are started with SIGINT ignored (they inherit it), so a Ctrl-C at
+    the terminal, which reaches the whole process group, is handled by this process
+    alone: it decides what stops, and the workers end with it. A Ctrl-C during the few
+    seconds of the cluster's start is ignored too."""
     from distributed import Client, LocalCluster
 
     if address:
@@ -362,7 +502,8 @@ def dask_cluster(
             found = len(client.scheduler_info(n_workers=-1).get("workers", {}))
             yield address, client.dashboard_link, found
         return
-    with LocalCluster(
+    with _start_deaf_to_ctrl_c(
+        LocalCluster,
         n_workers=workers,
         threads_per_worker=1,
         processes=True,
@@ -370,6 +511,21 @@ def dask_cluster(
     ) as cluster:
         link = cluster.dashboard_link if dashboard_address else None
         yield cluster.scheduler_address, link, workers
+
+
+def _start_deaf_to_ctrl_c(factory: Callable, **kwargs):
+    """`factory(**kwargs)` with SIGINT ignored in this process while it runs (in the
+    main thread only): the worker processes it starts inherit the ignoring."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return factory(**kwargs)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return factory(**kwargs)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 # Callbacks of this process that want the flow run's URL. The hook below is a module
@@ -412,11 +568,14 @@ def run_sweep(
     connect_timeout: float = 10.0,
     api: TemporaryAPI | None = None,
     allow_concurrent: bool = False,
+    max_instances: int | None = None,
 ) -> dict:
     """Run `sweep` on Dask: on the scheduler at `address`, or on a new `LocalCluster`
     of `workers` single-threaded worker processes. Returns the flow's report plus
     "scheduler", "dashboard" (URL or None) and "flow_run_url" (None without a
-    configured Prefect server).
+    configured Prefect server). Raises RunStopped (one line) when the run stopped at a
+    batch that no retry could fix; the run's row then counts what it wrote, counted
+    again once the cluster is gone (no batch can commit after that).
 
     `announce(line)` is called with the Dask dashboard's address once the cluster is
     up and, when `PREFECT_API_URL` names a Prefect server, with the flow run's URL once
@@ -424,7 +583,7 @@ def run_sweep(
     within `connect_timeout` seconds. `api`: the temporary Prefect API, when the caller
     started it early (it is stopped at the end); started here when needed otherwise.
     Raises BadInput when a run of the same sweep is alive in the catalog, unless
-    `allow_concurrent`."""
+    `allow_concurrent`. `max_instances` as in `spec.parse`."""
     from prefect.settings import PREFECT_API_URL
     from prefect_dask import DaskTaskRunner
 
@@ -440,7 +599,7 @@ def run_sweep(
     if not configured:
         api = api or TemporaryAPI()  # starts while the cluster does; prefect_api stops it
     with api or nullcontext():
-        plan, todo = _todo(spec_path, catalog.resolve(catalog_path), force)
+        plan, todo = _todo(spec_path, catalog.resolve(catalog_path), force, max_instances)
         if not allow_concurrent:
             catalog.refuse_if_busy(catalog_path, plan.name)
         idle = not address and not todo
@@ -479,7 +638,14 @@ def run_sweep(
                     memory_limit=memory_limit,
                     retries=retries,
                     allow_concurrent=allow_concurrent,
+                    max_instances=max_instances,
                 )
+    if report.get("stopped"):
+        _settle(catalog_path, report["run_id"])
+        raise RunStopped(
+            f"run {report['run_id']} stopped at the first batch that cannot succeed: "
+            f"{report['stopped']}; the instances written before are kept"
+        )
     return {
         **report,
         "scheduler": scheduler,

@@ -100,6 +100,34 @@ def splits(total: int, c: int, most: int | None = None) -> list[list[int]]:
     ]
 
 
+def count_splits(total: int, c: int, cap: int, most: int | None = None) -> int:
+    """len(splits(total, c, most)) without making them, counted up to `cap + 1` (it
+    stops there): a spec's size is known before it is expanded."""
+    most = total if most is None else most
+    if c == 1:
+        return int(1 <= total <= most)
+    if c == 2:  # first part in [ceil(total / 2), min(total - 1, most)]
+        return max(0, min(total - 1, most) - (total + 1) // 2 + 1)
+    count = 0
+    for first in range(min(total - (c - 1), most), -(-total // c) - 1, -1):
+        count += count_splits(total - first, c - 1, cap - count, first)
+        if count > cap:
+            return cap + 1
+    return count
+
+
+def expand_count(point: dict, cap: int) -> int:
+    """len(expand(point)), counted without expanding (up to `cap + 1`). Raises
+    ValueError as `expand` does."""
+    counts = point.get("counts")
+    if counts != "all":
+        return len(expand(point))
+    c = point.get("c", 2)
+    if not isinstance(c, int) or c < 2:
+        raise ValueError(f"c: the number of colours must be an integer >= 2, got {c!r}")
+    return count_splits(point["n"] ** point["d"], c, cap)
+
+
 def expand(point: dict) -> list[dict]:
     """`counts="balanced"` → the split of n^d into `c` near-equal parts; `counts="all"` →
     every split into c positive parts up to the order of colours (`splits`); `c`

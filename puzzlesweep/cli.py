@@ -23,9 +23,12 @@ comma-separated integer lists (`dims=6,7,6`, `counts=14,13`).
 
 import csv
 import json
+import logging
 import os
 import re
+import signal
 import sys
+import threading
 from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from typing import Annotated, Any
@@ -246,14 +249,139 @@ def catalog_errors():
 @contextmanager
 def run_errors():
     """Inside `run` and `prove`: as `catalog_errors`, and a temporary Prefect API that
-    did not start one line and exit 1 (no traceback for any)."""
+    did not start, or a run stopped at a batch no retry could fix (RunStopped), one line
+    and exit 1 (no traceback for any)."""
     from puzzlesweep.flows.api import APIError
+    from puzzlesweep.flows.faults import RunStopped
 
     try:
         with catalog_errors():
             yield
-    except APIError as exc:
+    except (APIError, RunStopped) as exc:
         raise fail(str(exc), 1) from None
+
+
+#: Seconds between the first Ctrl-C (or SIGTERM) and the exit that follows it whatever
+#: is still closing (the issue's bound is 10 s).
+STOP_SECONDS = 7.0
+
+
+@contextmanager
+def interruptible(stop_seconds: float = STOP_SECONDS):
+    """While a run goes on in this process: the first SIGINT or SIGTERM prints one line,
+    silences the logs of what is being torn down, freezes this process's local Dask
+    worker processes (SIGSTOP: no batch commits after this, and no nanny restarts them)
+    and asks the flow to stop (`sweep.request_stop`; KeyboardInterrupt when no flow
+    runs yet): the flow stops submitting and writes its row as `interrupted`, with the
+    counts of the rows in the catalog, without an exception crossing Prefect. Then
+    the frozen workers are killed (their solver children die with them) and the process
+    exits with 128 + the signal (130 for Ctrl-C, 143 for SIGTERM), at the latest
+    `stop_seconds` after the signal; a second signal exits at once."""
+    from puzzlesweep.flows import sweep
+
+    caught: list[int] = []
+    frozen: list = []
+
+    def leave(code: int | None = None) -> None:
+        for worker in frozen:
+            try:
+                worker.kill()
+            except Exception:  # noqa: BLE001 (gone already)
+                pass
+        sys.stderr.flush()
+        os._exit(code or 128 + caught[0])
+
+    def handler(signum, frame) -> None:
+        if caught:
+            leave(128 + caught[0])
+        caught.append(signum)
+        logging.disable(logging.CRITICAL)  # no teardown tracebacks from Prefect or Dask
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        err.print(
+            f"{name}: stopping the run; what is running is cancelled, what was written is "
+            f"kept (exit within {stop_seconds:g} s; {name} again exits at once)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        timer = threading.Timer(stop_seconds, leave)
+        timer.daemon = True
+        timer.start()
+        frozen.extend(_freeze_local_workers())
+        if not sweep.request_stop():  # no flow loop to hear it: unwind from here
+            raise KeyboardInterrupt
+
+    def take_sigterm() -> None:  # over Prefect's bridge, in the flow's (main) thread
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, handler)
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    sweep.after_interrupt.append(leave)  # once the run's row says `interrupted`
+    sweep.on_flow_start.append(take_sigterm)
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise typer.Exit(128 + (caught[0] if caught else signal.SIGINT)) from None
+    finally:
+        sweep.after_interrupt.remove(leave)
+        sweep.on_flow_start.remove(take_sigterm)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+        if caught:
+            leave()  # the workers' teardown is not waited for
+
+
+def _freeze_local_workers() -> list:
+    """SIGSTOP the Dask worker processes this process started (multiprocessing spawns
+    of a LocalCluster) and return them (psutil.Process). Nothing else is touched: not
+    the temporary Prefect API, not any process this one did not start."""
+    import psutil
+
+    workers = []
+    for child in psutil.Process().children():
+        try:
+            if "multiprocessing.spawn" in " ".join(child.cmdline()):
+                child.suspend()
+                workers.append(child)
+        except psutil.Error:
+            continue
+    return workers
+
+
+DASHBOARD_ADDRESS = re.compile(r"^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):(\d{1,5})$")
+
+
+def check_dashboard_address(text: str) -> str:
+    """`text` if it is HOST:PORT (or :PORT) with a port of 0..65535; raises BadInput
+    naming the option otherwise."""
+    match = DASHBOARD_ADDRESS.match(text)
+    if not match or int(match[2]) > 65535:
+        raise BadInput(f"--dashboard-address {text!r} is not HOST:PORT (e.g. 127.0.0.1:8787)")
+    return text
+
+
+def check_catalog_directory(catalog_path: str) -> None:
+    """For a local catalog: make sure a file can be created in its directory or, while
+    it does not exist yet, in the nearest folder above it that does (the probe file is
+    removed at once, nothing else is made), before any cluster starts. Raises BadInput
+    as `catalog.check_writable` does, or naming the catalog and the operating system's
+    reason."""
+    import tempfile
+
+    location = store.check_writable(catalog_path)
+    if not location.local:
+        return
+    folder = os.path.abspath(location.uri)
+    while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
+        if os.path.exists(folder):
+            raise BadInput(f"catalog {catalog_path}: {folder} is not a directory")
+        folder = os.path.dirname(folder)
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".puzzlesweep-probe-"):
+            pass
+    except OSError as exc:
+        raise BadInput(
+            f"catalog {catalog_path} cannot be written ({folder}: {exc.strerror or exc})"
+        ) from None
 
 
 @contextmanager
@@ -366,6 +494,12 @@ def run(
         bool,
         typer.Option(help="Run even while another run of this sweep writes to the catalog"),
     ] = False,
+    max_instances: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Refuse a spec of more instances [default: its max_instances, or 20000]"
+        ),
+    ] = None,
 ) -> None:
     """Run a sweep on Dask under Prefect and print its results from the catalog.
 
@@ -376,21 +510,19 @@ def run(
 
     catalog_path = catalog or store.default_catalog()
     try:
-        plan = load(spec)  # validate everything before any work starts
         memory = parse_memory(memory_limit)
         if memory is not None and memory < 256 * 2**20:
             raise BadInput(f"--memory-limit {memory_limit} is below the minimum of 256 MiB")
-    except BadInput as exc:
-        raise fail(str(exc)) from None
-    try:
-        store.check_writable(catalog_path)  # a file, or a directory of something else
+        check_dashboard_address(dashboard_address)
+        check_catalog_directory(catalog_path)  # a file, another directory, not writable
+        plan = load(spec, max_instances)  # validate everything before any work starts
     except BadInput as exc:
         raise fail(str(exc)) from None
     from puzzlesweep.flows.api import TemporaryAPI
 
     # the temporary Prefect API (about 8 s) starts first, while Prefect is imported here
     api = None if os.environ.get("PREFECT_API_URL") else TemporaryAPI()
-    with api or nullcontext(), run_errors():
+    with interruptible(), api or nullcontext(), run_errors():
         from puzzlesweep.flows.sweep import check_address, run_sweep
 
         quiet_dask()
@@ -412,6 +544,7 @@ def run(
                 connect_timeout=connect_timeout,
                 api=api,
                 allow_concurrent=allow_concurrent,
+                max_instances=max_instances,
             )
     err.print(
         f"run {report['run_id']}: solved {report['solved']} in {report['batches']} batches "
@@ -778,6 +911,8 @@ def dashboard(
 #: overridden in the environment): no telemetry, a start-up timeout above the 23 s
 #: measured for a cold temporary API, warnings only.
 QUIET_DEFAULTS = {
+    # the resource tracker of an interrupted run's cluster cleans up without a warning
+    "PYTHONWARNINGS": "ignore::UserWarning:multiprocessing.resource_tracker",
     "DASK_LOGGING__DISTRIBUTED": "warning",
     "DO_NOT_TRACK": "1",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",

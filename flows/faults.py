@@ -1,0 +1,93 @@
+"""Which failures of a batch are worth another attempt, and which stop the run.
+
+A batch that fails on a flaky commit (two writers racing, a storage hiccup) is retried by
+Prefect; one that fails because the catalog cannot be written at all (permission denied,
+a read-only or full file system, a catalog that is not a catalog) fails the same way on
+every attempt and on every later batch, so the run stops at the first batch that meets
+it, with one line. A solver stopped from outside (`isolate.Interrupted`) is not retried
+either: the run is being stopped.
+
+`permanent(exc)` tells them apart; `retry_transient` is the `retry_condition_fn` of the
+batch task. deltalake reports a file system error as a plain OSError whose message ends
+in the operating system's `(os error N)`, without `errno` set, so both are looked at.
+
+Roads not taken: retrying everything a fixed number of times (issue 14: 444 errors and
+3,002 log lines in 4 minutes on an immutable catalog); checking the catalog's
+writability before each batch (a race, and the cost of a write per batch).
+"""
+
+import errno
+import re
+
+from puzzlesweep.core import BadInput
+
+#: errno values that no retry can cure.
+PERMANENT_ERRNOS = {
+    errno.EPERM,
+    errno.EACCES,
+    errno.EROFS,
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.ENOTDIR,
+    errno.EISDIR,
+}
+OS_ERROR = re.compile(r"\(os error (\d+)\)")
+
+
+class RunStopped(RuntimeError):
+    """The run stopped at a batch that met an error no retry can fix; the message is the
+    one line to show (what happened, and that what was written is kept)."""
+
+
+class CatalogUnwritable(RuntimeError):
+    """A batch could not write the catalog, and retrying cannot help (its message names
+    the cause). A plain exception, so that it crosses from a Dask worker intact."""
+
+
+def _errno(exc: BaseException) -> int | None:
+    """The operating system's error number of `exc`: its `errno`, else the last
+    `(os error N)` of its message (deltalake's way)."""
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return exc.errno
+    found = OS_ERROR.findall(str(exc))
+    return int(found[-1]) if found else None
+
+
+def permanent(exc: BaseException) -> bool:
+    """Is `exc` (or any exception it was raised from) one that retrying cannot fix: a
+    permission, read-only, no-space or quota error, a catalog that is not a catalog
+    (BadInput, deltalake's TableNotFoundError or SchemaMismatchError), or our own
+    CatalogUnwritable, RunStopped or isolate.Interrupted?"""
+    from puzzlesweep.flows.isolate import Interrupted
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, CatalogUnwritable | RunStopped | Interrupted | BadInput):
+            return True
+        if type(exc).__name__ in ("TableNotFoundError", "SchemaMismatchError"):
+            return True
+        if _errno(exc) in PERMANENT_ERRNOS:
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def first_line(exc: BaseException) -> str:
+    """`exc` as one short line: its type and the first line of its message, without
+    the colour codes deltalake puts in."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
+    lines = [line.strip(" ↳") for line in text.splitlines() if line.strip(" ↳")]
+    return f"{type(exc).__name__}: {' / '.join(lines)[:300]}"
+
+
+def retry_transient(task, task_run, state) -> bool:
+    """The batch task's `retry_condition_fn`: retry (True) unless the failure in `state`
+    is `permanent`."""
+    exc = state.data if isinstance(state.data, BaseException) else None
+    if exc is None:
+        try:
+            exc = state.result(raise_on_failure=False)
+        except Exception as error:  # noqa: BLE001 (a result that cannot be read: retry)
+            exc = error
+    return not (isinstance(exc, BaseException) and permanent(exc))

@@ -1,0 +1,341 @@
+"""Faults and bad input (issue 14), tried as an impatient user and a hostile input would:
+real `puzzlesweep` processes, real signals, a catalog made immutable with chattr, each
+checked for its exit code, its wall time, the memory of the children it started
+(`resource.getrusage(RUSAGE_CHILDREN)`) and, after a re-run, one row per instance.
+
+Each test watches only the processes it started (their process group), never the
+machine's process table or ports, so another sweep may run beside the suite."""
+
+import ctypes
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from puzzlesweep import catalog
+
+from .conftest import CLI, ROOT
+
+# Eight open boxes, each stopped at its 3 s limit: predictable batches of one.
+SLOW = """
+name = "slow"
+[[study]]
+family = "no_k_in_row"
+time_limit = 3
+[study.grid]
+dims = [[6, 7, 6], [6, 7, 7], [6, 8, 6], [7, 7, 7], [6, 8, 7], [7, 8, 7], [6, 9, 6], [8, 8, 6]]
+k = 5
+"""
+GIB = 2**30
+PR_SET_CHILD_SUBREAPER = 36
+
+
+@pytest.fixture
+def api_env(prefect_api) -> dict:
+    """The environment of a CLI subprocess that uses the session's Prefect test API."""
+    from prefect.settings import PREFECT_API_URL
+
+    return {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value()}
+
+
+def start(spec: Path, results: Path, env: dict, log: Path, *extra: str) -> subprocess.Popen:
+    """`puzzlesweep run SPEC` with batches of one on 2 workers, in its own session (its
+    process group is what the test signals and cleans up)."""
+    args = [*CLI, "run", str(spec), "--catalog", str(results), "--workers", "2"]
+    args += ["--batch-size", "1", "--dashboard-address", "127.0.0.1:0", *extra]
+    with open(log, "w") as sink:
+        return subprocess.Popen(
+            args, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def wait_rows(results: Path, more_than: int, process: subprocess.Popen, log: Path) -> int:
+    """Wait (at most 240 s) until `results` holds more than `more_than` rows; returns
+    how many it holds."""
+    deadline = time.monotonic() + 240
+    while True:
+        rows = rows_in(results)
+        if rows > more_than:
+            return rows
+        assert process.poll() is None, log.read_text()[-3000:]
+        assert time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.2)
+
+
+def rows_in(results: Path) -> int:
+    if not catalog.files(results):
+        return 0
+    return catalog.query(results, "SELECT count(*) FROM results")[1][0][0]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def subreaper():
+    """Make this process the reaper of what its children leave behind (Linux
+    PR_SET_CHILD_SUBREAPER): the Dask workers and solver processes of a `puzzlesweep
+    run` become its children when the run ends, so a test can wait for exactly them
+    (by their process group) and count their memory in RUSAGE_CHILDREN."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    yield
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+
+
+def ended(process: subprocess.Popen, log: Path, within: float) -> tuple[int, float, bool]:
+    """(exit code, seconds, whether its whole process group was gone 5 s later) of
+    `process`, which must end within `within` seconds. What is left of its group is then
+    killed and reaped (nothing it started outlives the test)."""
+    started = time.monotonic()
+    try:
+        code = process.wait(timeout=within)
+    except subprocess.TimeoutExpired:
+        code = None
+    seconds = time.monotonic() - started
+    gone = reap_group(process.pid, 5)
+    if not gone:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        reap_group(process.pid, 10)
+    assert code is not None, f"still running after {within} s: {log.read_text()[-3000:]}"
+    return code, seconds, gone
+
+
+def reap_group(pgid: int, within: float) -> bool:
+    """Reap the ended members of process group `pgid` (our children, or orphans given to
+    us as subreaper) for up to `within` s; True once none is left."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-pgid, os.WNOHANG)
+        except ChildProcessError:
+            try:
+                os.killpg(pgid, 0)  # a member that is not our child (none expected)
+            except ProcessLookupError:
+                return True
+            pid = 0
+        if not pid:
+            time.sleep(0.1)
+    return False
+
+
+def one_row_per_instance(results: Path, instances: int) -> None:
+    _, [(total, keys, errors)] = catalog.query(
+        results,
+        "SELECT count(*), count(DISTINCT params_key), count(*) FILTER (status = 'error') "
+        "FROM results",
+    )
+    assert (total, keys, errors) == (instances, instances, 0)
+
+
+def children_peak_bytes() -> int:
+    """The peak resident memory of the largest child process this test process has
+    reaped so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+
+
+def test_ctrl_c_and_sigterm_stop_a_run_and_write_nothing_false(api_env, tmp_path):
+    spec, results = tmp_path / "slow.toml", tmp_path / "results"
+    spec.write_text(SLOW)
+
+    # 1. Ctrl-C at the terminal: SIGINT to the whole process group, mid-run.
+    log = tmp_path / "first.log"
+    first = start(spec, results, api_env, log)
+    wait_rows(results, 0, first, log)
+    os.killpg(first.pid, signal.SIGINT)
+    code, seconds, gone = ended(first, log, 30)
+    output = log.read_text()
+    assert code == 130 and seconds < 10, output[-3000:]
+    assert output.count("Ctrl-C: stopping the run") == 1 and "Traceback" not in output, output
+    assert gone  # its workers and solver processes ended with it
+    _, [(run_id, state, solved)] = catalog.query(results, "SELECT run_id, state, solved FROM runs")
+    assert state == "interrupted"
+    _, [(written, errors)] = catalog.query(
+        results,
+        "SELECT count(*), count(*) FILTER (status = 'error') FROM results WHERE run_id = ?",
+        [run_id],
+    )
+    assert solved == written and errors == 0  # an interrupted instance is simply not done
+
+    # 2. SIGTERM to the run's pid alone, then again: the second one exits at once.
+    log = tmp_path / "second.log"
+    before = rows_in(results)
+    second = start(spec, results, api_env, log)
+    wait_rows(results, before, second, log)
+    os.kill(second.pid, signal.SIGTERM)
+    time.sleep(0.2)
+    os.kill(second.pid, signal.SIGTERM)
+    code, seconds, gone = ended(second, log, 30)
+    assert code == 128 + signal.SIGTERM and seconds < 3, log.read_text()[-3000:]
+    assert "Traceback" not in log.read_text() and gone
+
+    # 3. The re-run solves what is missing: every instance exactly once, no error rows.
+    log = tmp_path / "third.log"
+    third = start(spec, results, api_env, log)
+    code, seconds, gone = ended(third, log, 300)
+    assert code == 0, log.read_text()[-3000:]
+    one_row_per_instance(results, 8)
+    _, states = catalog.query(results, "SELECT state FROM runs ORDER BY started_at")
+    assert states[0] == ("interrupted",) and states[-1] == ("finished",)
+    assert children_peak_bytes() < 3 * GIB
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("chattr") is None, reason="chattr +i needs root"
+)
+def test_an_unwritable_catalog_stops_the_run_at_the_first_batch(api_env, tmp_path):
+    spec, results = tmp_path / "slow.toml", tmp_path / "results"
+    spec.write_text(SLOW)
+    log = tmp_path / "run.log"
+    run = start(spec, results, api_env, log)
+    log_dir = results / "results" / "_delta_log"
+    try:
+        wait_rows(results, 0, run, log)
+        subprocess.run(["chattr", "+i", str(log_dir)], check=True)
+        made_immutable = time.monotonic()
+        # the next batch to commit fails (one batch is 3 s of solving): no retry, no
+        # further batch, one line
+        code, _, gone = ended(run, log, 120)
+        seconds = time.monotonic() - made_immutable
+    finally:
+        subprocess.run(["chattr", "-i", str(log_dir)], check=False)
+    output = log.read_text()
+    assert code == 1 and seconds < 30 and gone, output[-3000:]
+    errors = [line for line in output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "stopped at the first batch that cannot succeed" in errors[0]
+    assert "cannot be written" in errors[0] and "Operation not permitted" in errors[0]
+    assert "Traceback" not in output and "attempt 2" not in output, output[-3000:]
+    # 8. the failed run's row counts exactly the rows it wrote
+    _, [(run_id, state, solved, limited)] = catalog.query(
+        results, "SELECT run_id, state, solved, time_limit FROM runs"
+    )
+    _, [(written,)] = catalog.query(
+        results, "SELECT count(*) FROM results WHERE run_id = ?", [run_id]
+    )
+    assert state == "failed" and solved == written == limited and 1 <= written < 8
+
+    done = subprocess.run(
+        [*CLI, "run", str(spec), "--catalog", str(results), "--workers", "2"],
+        cwd=ROOT,
+        env=api_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    one_row_per_instance(results, 8)
+    assert children_peak_bytes() < 3 * GIB
+
+
+def test_permanent_and_transient_catalog_errors_are_told_apart(tmp_path):
+    # Real deltalake errors: an immutable log directory (EPERM, never retried), and a
+    # commit that lost a race (retried).
+    from deltalake.exceptions import CommitFailedError
+
+    from puzzlesweep.flows.faults import first_line, permanent
+
+    if os.geteuid() != 0 or shutil.which("chattr") is None:
+        pytest.skip("chattr +i needs root")
+    from puzzlesweep import puzzles
+    from puzzlesweep.core import Instance, make_params
+    from puzzlesweep.solve import solve_instance
+    from puzzlesweep.solvers import Limits
+
+    family = puzzles.get("domination")
+
+    def row(n: int) -> dict:
+        instance = Instance("domination", make_params(family.Params, {"rows": n, "cols": n}))
+        solved = solve_instance(instance, "highs", Limits(10))
+        solved.update(run_id="r", sweep="s", puzzlesweep_version="t", schema_version=2)
+        return solved
+
+    catalog.prepare(tmp_path, {family.Params})
+    log_dir = tmp_path / "results" / "_delta_log"
+    subprocess.run(["chattr", "+i", str(log_dir)], check=True)
+    try:
+        with pytest.raises(OSError) as caught:
+            catalog.write_batch(tmp_path, family.Params, [row(3)], "r-00001")
+    finally:
+        subprocess.run(["chattr", "-i", str(log_dir)], check=False)
+    assert permanent(caught.value)
+    assert "Operation not permitted" in first_line(caught.value)
+    assert "\n" not in first_line(caught.value)
+    assert not permanent(CommitFailedError("a concurrent transaction won"))
+    assert not permanent(OSError("connection reset by peer (os error 104)"))
+    assert permanent(OSError(28, "No space left on device"))
+
+
+def test_start_up_errors_are_one_line_before_any_cluster(tmp_path):
+    spec = tmp_path / "slow.toml"
+    spec.write_text(SLOW)
+    bad = tmp_path / "latin1.toml"
+    bad.write_bytes('name = "caf\xe9"\n'.encode("latin-1"))
+    cases = [
+        (["--dashboard-address", "nothostport"], spec, "--dashboard-address 'nothostport'"),
+        (["--catalog", "/proc/x"], spec, "catalog /proc/x cannot be written"),
+        ([], bad, "the spec is not UTF-8 text (byte 0xe9 at offset 11)"),
+    ]
+    for extra, path, expected in cases:
+        started = time.monotonic()
+        args = [*CLI, "run", str(path), "--catalog", str(tmp_path / "results"), *extra]
+        done = subprocess.run(args, capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert done.returncode == 2, done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+        assert expected in done.stderr and "Dask scheduler" not in done.stderr
+        assert time.monotonic() - started < 20
+    assert not (tmp_path / "results").exists()  # nothing written
+
+
+BIG = {
+    "rows": ('family = "domination"', 'rows = "1..100000000"\ncols = "=rows"'),
+    "splits3": ('family = "monochromatic_lines"', 'n = 10\nd = 6\nc = 3\ncounts = "all"'),
+    "splits2": ('family = "monochromatic_lines"', 'n = 10\nd = 6\ncounts = "all"'),
+}
+
+
+def test_specs_are_sized_before_they_are_expanded(tmp_path):
+    messages = {
+        "rows": "rows: range '1..100000000': 100000000 is not a valid value "
+        "(board sides must lie in 1..64)",
+        "splits3": "the spec stands for more than 20,000 instances",
+        "splits2": "allow more with max_instances = N in the spec or --max-instances N",
+    }
+    for name, (family, grid) in BIG.items():
+        spec = tmp_path / f"{name}.toml"
+        spec.write_text(f'name = "{name}"\n[[study]]\n{family}\n[study.grid]\n{grid}\n')
+        started = time.monotonic()
+        done = subprocess.run(
+            [*CLI, "run", str(spec), "--catalog", str(tmp_path / "results")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+        )
+        assert done.returncode == 2 and messages[name] in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+        assert time.monotonic() - started < 20
+    assert children_peak_bytes() < GIB  # was 6 GB and 3.5 GB before
+
+
+def test_the_instance_limit_can_be_raised(tmp_path):
+    from puzzlesweep.core import BadInput
+    from puzzlesweep.flows.spec import count_grid, parse
+
+    text = 'name = "s"\n[[study]]\nfamily = "monochromatic_lines"\n[study.grid]\n'
+    text += 'n = 3\nd = 3\ncounts = "all"\nc = 3\n'
+    # splits of 27 into 3 positive parts: round(27^2 / 12) = 61, counted, not made
+    point = {"n": 3, "d": 3, "counts": "all", "c": 3}
+    assert count_grid("monochromatic_lines", point, 10**6) == 61
+    assert count_grid("monochromatic_lines", point, 10) == 11  # stops past the cap
+    with pytest.raises(BadInput, match="more than 50 instances"):
+        parse(text, max_instances=50)
+    assert len(parse(text, max_instances=61).jobs) == 61
+    assert len(parse("max_instances = 70\n" + text).jobs) == 61
+    with pytest.raises(BadInput, match="more than 60 instances"):
+        parse("max_instances = 60\n" + text)
