@@ -74,6 +74,12 @@ DashboardOption = Annotated[
     str, typer.Option(help="Local cluster's Dask dashboard, HOST:PORT (0: any free port)")
 ]
 INTEGER = re.compile(r"^-?\d+$")
+#: `solve`'s default memory limit for its solver process (T_8 fewest moves, the largest
+#: search measured, peaked at 1.7 GB; `--memory-limit` raises it).
+SOLVE_MEMORY = "4GiB"
+#: Seconds past `solve`'s time limit before its solver process is killed (verifying and
+#: decoding come after the solver's own clock).
+SOLVE_GRACE = 10.0
 DONE = ("params_key", "solver", "time_limit", "node_limit")  # the columns of Job.done_key
 
 
@@ -118,11 +124,20 @@ def solve(
     picture: Annotated[
         str | None, typer.Option(help="Draw the solution into FILE.png or FILE.svg")
     ] = None,
+    memory_limit: Annotated[
+        str, typer.Option(help="Memory for the solver process, e.g. 2GiB ('none': no limit)")
+    ] = SOLVE_MEMORY,
 ) -> None:
-    """Solve one instance, verify its solution and print it (and draw it)."""
+    """Solve one instance, verify its solution and print it (and draw it).
+
+    The instance is solved in a child process, as a sweep's instances are
+    (`flows.isolate.Child`): under `--memory-limit`, and killed when it runs
+    `SOLVE_GRACE` seconds past `--time-limit`, which counts from the start of building
+    the model. A limit that cuts it is shown as the status and a one-line reason."""
     from puzzlesweep import puzzles
     from puzzlesweep.core import Instance, make_params
-    from puzzlesweep.solve import check_solver, solve_instance
+    from puzzlesweep.flows.isolate import MIN_MEMORY, Child, Interrupted
+    from puzzlesweep.solve import check_solver
     from puzzlesweep.solvers import Limits
 
     try:
@@ -134,9 +149,25 @@ def solve(
             raise BadInput(f"--picture: {picture!r} must end in .png or .svg")
         if picture is not None and not os.path.isdir(os.path.dirname(picture) or "."):
             raise BadInput(f"--picture: the folder of {picture!r} does not exist")
+        memory = parse_memory(memory_limit)
+        if memory is not None and memory < MIN_MEMORY:
+            raise BadInput(f"--memory-limit {memory_limit} is below the minimum of 256 MiB")
     except (BadInput, ValueError) as exc:
         raise fail(f"{family}: {exc}") from None
-    row = solve_instance(instance, chosen, limits)
+    child = Child(memory, grace=SOLVE_GRACE)
+    request = {
+        "family": family,
+        "params": instance.params.model_dump(),
+        "solver": chosen,
+        "time_limit": limits.time_limit,
+        "node_limit": limits.node_limit,
+    }
+    try:
+        row = {"params": request["params"], "nodes": None, **child.solve(request)}
+    except (KeyboardInterrupt, Interrupted):
+        raise fail("interrupted: nothing solved", 130) from None
+    finally:
+        child.close()
     if picture is not None:
         _draw(module, instance.params, row["solution"], picture)
     if as_json:
@@ -146,17 +177,21 @@ def solve(
         if row["solution"] is not None and hasattr(module, "details"):
             shown.update(module.details(instance.params, module.decode(row["solution"])))
         print(json.dumps(shown))
+        if row["error"]:  # the object's keys are fixed (DESIGN.md): the reason goes aside
+            why = "error" if row["status"] == "error" else "stopped"
+            err.print(f"{why}: {row['error']}", highlight=False, markup=False)
     else:
         shown = " ".join(f"{k}={_text(v)}" for k, v in row["params"].items())
         out.print(f"{family} {shown}", highlight=False)
         out.print(
             f"status {row['status']}  objective {_text(row['objective'])}  "
             f"bound {_text(row['bound'])}  verified {_text(row['verified'])}  "
-            f"{row['solve_seconds']:.2f} s  {row['nodes']} nodes",
+            f"{row['solve_seconds']:.2f} s  {_text(row['nodes'])} nodes",
             highlight=False,
         )
         if row["error"]:
-            out.print(f"error: {row['error']}", highlight=False)
+            why = "error" if row["status"] == "error" else "stopped"
+            out.print(f"{why}: {row['error']}", highlight=False, markup=False)
         if row["solution"] is not None:
             out.print(
                 module.render(instance.params, module.decode(row["solution"])), highlight=False

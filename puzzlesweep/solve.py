@@ -34,16 +34,34 @@ def check_solver(family: str, solver: str | None) -> str:
     return solver
 
 
+def _left(limits: Limits, started: float) -> Limits | None:
+    """`limits` with the time that is left since `started` (perf_counter), or None when
+    none is: an instance's time limit counts from the start of building its model."""
+    left = limits.time_limit - (time.perf_counter() - started)
+    return replace(limits, time_limit=left) if left > 0 else None
+
+
+def _out_of_time(started: float) -> SolverResult:
+    seconds = time.perf_counter() - started
+    message = f"the time limit ran out while the model was built ({seconds:.1f} s)"
+    return SolverResult("time_limit", seconds=seconds, message=message)
+
+
 def _run_solver(instance: Instance, solver: str, limits: Limits) -> tuple[SolverResult, Any]:
     """(the solver's result, the decoded solution of the canonical form, or None).
 
-    The solver always sees `canonical(params)`, so equivalent instances are one model."""
+    The solver always sees `canonical(params)`, so equivalent instances are one model.
+    Its time limit is what is left of `limits.time_limit` once the model is built."""
+    started = time.perf_counter()
     family = puzzles.get(instance.family)
     params = family.canonical(instance.params)
     if solver == "highs":
         from puzzlesweep.solvers import highs
 
-        result = highs.solve(family.model(params), limits)
+        model = family.model(params)
+        if (left := _left(limits, started)) is None:
+            return _out_of_time(started), None
+        result = highs.solve(model, left)
         decoded = None
         if result.solution is not None:
             decoded = family.from_mip(params, result.solution)
@@ -52,7 +70,9 @@ def _run_solver(instance: Instance, solver: str, limits: Limits) -> tuple[Solver
 
         problem = family.search(params)
         engine = frontier if isinstance(problem, frontier.LayeredProblem) else backtrack
-        result = engine.solve(problem, limits)
+        if (left := _left(limits, started)) is None:
+            return _out_of_time(started), None
+        result = engine.solve(problem, left)
         decoded = None
         if result.solution is not None:
             from_search = getattr(family, "from_search", lambda p, raw: tuple(raw))
@@ -149,6 +169,8 @@ def solve_instances(instances: list[Instance], solver: str, limits: Limits) -> l
                 result, decoded = _run_solver(instance, solver, limits)
                 solved[instance.key] = (result, decoded)
             _fill(row, instance, result, decoded)
+            if not row["equivalent"]:  # the wall time from the start of building the model
+                row["solve_seconds"] = max(row["solve_seconds"] or 0.0, time.perf_counter() - t0)
         except Exception as exc:  # one crashing instance must not lose the batch
             last = traceback.extract_tb(exc.__traceback__)[-1]
             row.update(

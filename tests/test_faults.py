@@ -7,6 +7,7 @@ Each test watches only the processes it started (their process group), never the
 machine's process table or ports, so another sweep may run beside the suite."""
 
 import ctypes
+import json
 import os
 import resource
 import shutil
@@ -339,3 +340,62 @@ def test_the_instance_limit_can_be_raised(tmp_path):
     assert len(parse("max_instances = 70\n" + text).jobs) == 61
     with pytest.raises(BadInput, match="more than 60 instances"):
         parse("max_instances = 60\n" + text)
+
+
+MEASURE = (
+    "import json, resource, subprocess, sys, time; t = time.monotonic(); "
+    "code = subprocess.run(sys.argv[2:]).returncode; "
+    "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024; "
+    "open(sys.argv[1], 'w').write(json.dumps([code, time.monotonic() - t, peak]))"
+)
+
+
+def measured(tmp_path: Path, *args: str, timeout: float = 120) -> tuple[int, float, int, str]:
+    """Run `puzzlesweep ARGS` under a small Python parent that reaps it and reports (exit
+    code, seconds, peak resident bytes of it and its descendants, stdout): the memory of
+    one command alone, whatever else this test process ran before."""
+    report = tmp_path / "measure.json"
+    done = subprocess.run(
+        [CLI[0], "-c", MEASURE, str(report), *CLI, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+    code, seconds, peak = json.loads(report.read_text())
+    return code, seconds, peak, done.stdout + done.stderr
+
+
+def test_solve_holds_its_memory_limit_while_it_builds_the_model(tmp_path):
+    # issue 14: no result after 240 s and 7.1 GB; the model alone outgrows 1 GiB
+    code, seconds, peak, output = measured(
+        tmp_path,
+        "solve",
+        "no_k_in_row",
+        "dims=100,100,100",
+        "k=5",
+        "--time-limit",
+        "5",
+        "--memory-limit",
+        "1GiB",
+    )
+    assert code == 1 and seconds < 40, output
+    assert "status error" in output and "of its memory limit of 1024 MiB" in output, output
+    assert peak < 1.25 * GIB
+
+
+def test_solve_holds_its_time_limit_from_the_start_of_building_the_model(tmp_path):
+    # issue 14: 91 s and 6.2 GB for --time-limit 20, printing 32.7 s
+    code, seconds, peak, output = measured(
+        tmp_path,
+        "solve",
+        "monochromatic_lines",
+        "n=10",
+        "d=6",
+        "counts=500000,500000",
+        "--time-limit",
+        "3",
+    )
+    assert code == 0 and seconds < 3 + 10 + 15, output  # limit, grace, start-up
+    assert "status time_limit" in output and "stopped: " in output, output
+    assert peak < 2 * GIB
