@@ -52,9 +52,11 @@ from puzzlesweep.flows.spec import load
 from puzzlesweep.solve import canonical_instance, carry_over, empty_row
 
 RETRIES = 2  # extra attempts of a batch after a transient failure (Prefect task retries)
-#: Called (no arguments) once an interrupted run has written its row: the command line
-#: exits there rather than wait for the cluster's teardown.
-after_interrupt: list[Callable[[], None]] = []
+#: Called with (state, message) once a run that was interrupted (`interrupted`, None)
+#: or lost its Prefect API or Dask scheduler (`failed`, the one line to show) has written
+#: its row: the command line exits there rather than wait for a teardown that would
+#: talk to what is gone.
+after_stop: list[Callable[[str, str | None], None]] = []
 #: Called (no arguments) in the flow's thread as it starts: the command line puts its
 #: SIGTERM handler back over Prefect's (which Prefect installs for runner-driven
 #: cancellation, and which would log a crash and leave the run's row `failed`).
@@ -69,9 +71,9 @@ def _flow_started() -> None:
         hook()
 
 
-def _interrupted() -> None:
-    for hook in list(after_interrupt):
-        hook()
+def _stopped(state: str, message: str | None = None) -> None:
+    for hook in list(after_stop):
+        hook(state, message)
 
 
 # (the flow reaches these through module functions only: see `_flow_started`)
@@ -83,14 +85,21 @@ def _looping(step: int) -> None:
     """A flow enters (+1, clearing an old stop request) or leaves (-1) its loop."""
     if step > 0 and not _in_loop[0]:
         _stop.clear()
+        _stop_reason.clear()
     _in_loop[0] += step
 
 
-def request_stop() -> bool:
-    """Ask the sweep flows running in this process to stop as if interrupted: within
-    about `POLL` seconds each stops submitting, writes its row as `interrupted` and
-    raises KeyboardInterrupt. Safe in a signal handler. Returns whether a flow was in
-    its submit loop to hear it (if not, the caller interrupts in its own way)."""
+_stop_reason: list[str] = []
+
+
+def request_stop(reason: str | None = None) -> bool:
+    """Ask the sweep flows running in this process to stop: within about `POLL`
+    seconds each stops submitting and raises, KeyboardInterrupt (its row says
+    `interrupted`) or, with a `reason`, RunStopped(reason) (`failed`). Safe in a signal
+    handler. Returns whether a flow was in its submit loop to hear it (if not, the
+    caller interrupts in its own way)."""
+    if reason:
+        _stop_reason.append(reason)
     _stop.set()
     return _in_loop[0] > 0
 
@@ -102,6 +111,8 @@ def _next_done(finished: queue.Queue):
     """The next future to finish; raises KeyboardInterrupt once a stop is requested."""
     while True:
         if _stop.is_set():
+            if _stop_reason:
+                raise RunStopped(_stop_reason[0])
             raise KeyboardInterrupt
         try:
             return finished.get(timeout=POLL)
@@ -271,13 +282,17 @@ def sweep(
     retries: int = RETRIES,
     allow_concurrent: bool = False,
     max_instances: int | None = None,
+    scheduler: str | None = None,
 ) -> dict:
     """Run the sweep of `spec_path` into `catalog_path`; returns {"run_id", "sweep",
     "planned", "skipped", "solved", "counts", "batches", "retried" (batches that needed
     more than one attempt), "failed" (batches that failed every attempt), "seconds"}.
     Instances with a final result for the same solver and limits are skipped unless
     `force`. `memory_limit` (bytes per instance) and `retries` (per batch) as in
-    `solve_batch`; `max_instances` as in `spec.parse`.
+    `solve_batch`; `max_instances` as in `spec.parse`. While batches run, a `Watch`
+    probes the Prefect API and the Dask `scheduler` (its address, when given): one
+    that stops answering for `LOST_SECONDS` ends the run (state `failed`; RunStopped
+    naming it), what was written is kept.
 
     The run's row in `runs` is written before the first batch (state `running`), kept
     alive by a heartbeat, and replaced at the end (`finished`; `failed` when a batch
@@ -317,6 +332,17 @@ def sweep(
         "force": force,
     }
     catalog.claim(catalog_path, manifest, allow_concurrent)
+    watch = Watch(scheduler, lambda reason: _lost(reason))
+
+    def _lost(reason: str) -> None:  # in the watch's thread: the main one may be stuck
+        line = f"run {run_id} stopped: {reason}; the instances written before are kept"
+        row = {**so_far(), **written(catalog_path, run_id)}
+        catalog.write_run(
+            catalog_path, {**row, "state": "failed", "finished_at": datetime.now(UTC)}
+        )
+        _stopped("failed", line)
+        request_stop(line)
+
     progress = Progress(run_id, plan.name, len(todo))
     retried = 0
     failed: list[str] = []
@@ -332,7 +358,7 @@ def sweep(
 
     _looping(1)
     try:
-        with catalog.Heartbeat(catalog_path, so_far):
+        with catalog.Heartbeat(catalog_path, so_far), watch:
             while True:
                 # keep two batches per worker submitted: one running, one queued behind it
                 while len(running) < 2 * workers and (batch := planner.next()) is not None:
@@ -368,8 +394,9 @@ def sweep(
         _looping(-1)
         ended = {"state": state, "finished_at": datetime.now(UTC)}
         catalog.write_run(catalog_path, {**so_far(), **written(catalog_path, run_id), **ended})
+        watch.stop()
         if state == "interrupted":
-            _interrupted()
+            _stopped(state)
     progress.finish()
     return {
         "run_id": run_id,
@@ -384,6 +411,80 @@ def sweep(
         "stopped": stopped,
         "seconds": time.perf_counter() - started,
     }
+
+
+#: Seconds a Prefect API or Dask scheduler may fail its probes before the run stops.
+LOST_SECONDS = 4.0
+
+
+class Watch:
+    """While its `with` block runs, a daemon thread probes the Prefect API this process
+    uses (GET /health) and the Dask scheduler at `scheduler` (a TCP connection) every
+    second; when one has failed every probe for `LOST_SECONDS`, it calls
+    `on_lost(reason)` once (in its thread) and stops. A probe costs a millisecond or
+    two; nothing is probed that is not configured."""
+
+    def __init__(self, scheduler: str | None, on_lost: Callable[[str], None]):
+        from prefect.settings import PREFECT_API_URL
+
+        self.api = PREFECT_API_URL.value()
+        self.scheduler = scheduler
+        self.on_lost = on_lost
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="run-watch", daemon=True)
+
+    def _api_answers(self) -> bool:
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(f"{self.api}/health", timeout=2) as response:
+                return response.status == 200
+        except OSError:
+            return False
+
+    def _scheduler_answers(self) -> bool:
+        import socket
+
+        host, port = self.scheduler.split("://", 1)[-1].rsplit(":", 1)
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=2).close()
+            return True
+        except OSError:
+            return False
+
+    def _run(self) -> None:
+        probes = []
+        if self.api:
+            probes.append((f"the Prefect API at {self.api} stopped answering", self._api_answers))
+        if self.scheduler:
+            probes.append(
+                (
+                    f"the Dask scheduler at {self.scheduler} stopped answering",
+                    self._scheduler_answers,
+                )
+            )
+        failing: dict[str, float] = {}
+        while probes and not self._done.wait(1.0):
+            for reason, probe in probes:
+                if probe():
+                    failing.pop(reason, None)
+                    continue
+                since = failing.setdefault(reason, time.monotonic())
+                if time.monotonic() - since >= LOST_SECONDS and not self._done.is_set():
+                    self._done.set()
+                    self.on_lost(f"{reason} (for {LOST_SECONDS:g} s)")
+                    return
+
+    def stop(self) -> None:
+        """Stop probing (the thread ends within a second)."""
+        self._done.set()
+
+    def __enter__(self) -> "Watch":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 def _cancel(running: dict) -> None:
@@ -639,6 +740,7 @@ def run_sweep(
                     retries=retries,
                     allow_concurrent=allow_concurrent,
                     max_instances=max_instances,
+                    scheduler=scheduler,
                 )
     if report.get("stopped"):
         _settle(catalog_path, report["run_id"])

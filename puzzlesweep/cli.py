@@ -350,14 +350,26 @@ def interruptible(stop_seconds: float = STOP_SECONDS):
             signal.signal(signal.SIGTERM, handler)
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    sweep.after_interrupt.append(leave)  # once the run's row says `interrupted`
+
+    def stopped(state: str, message: str | None) -> None:  # once the run's row is written
+        if message is None:
+            leave()
+        logging.disable(logging.CRITICAL)
+        from rich.markup import escape
+
+        err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+        for worker in _freeze_local_workers():
+            worker.kill()
+        leave(1)
+
+    sweep.after_stop.append(stopped)
     sweep.on_flow_start.append(take_sigterm)
     try:
         yield
     except KeyboardInterrupt:
         raise typer.Exit(128 + (caught[0] if caught else signal.SIGINT)) from None
     finally:
-        sweep.after_interrupt.remove(leave)
+        sweep.after_stop.remove(stopped)
         sweep.on_flow_start.remove(take_sigterm)
         for sig, old in previous.items():
             signal.signal(sig, old)

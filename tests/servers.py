@@ -1,13 +1,15 @@
 """Real servers for tests: free ports on 127.0.0.1, processes started in their own
 process group and stopped (then killed) whatever happens."""
 
+import ctypes
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
@@ -79,3 +81,46 @@ def wait_for(what: str, check: Callable[[], bool], timeout: float, every: float 
             return
         time.sleep(every)
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+@contextmanager
+def subreaper() -> Iterator[None]:
+    """Make this process the reaper of what its children leave behind (Linux
+    PR_SET_CHILD_SUBREAPER): a process that outlives the child that started it becomes
+    this process's child, so a test sees exactly what it started, never the machine's
+    other processes."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    try:
+        yield
+    finally:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+
+
+def descendants(word: str, settle: float = 10.0) -> list[int]:
+    """The process ids of this process's living descendants whose command line contains
+    `word`, after waiting up to `settle` s for them to end (reaping those that did)."""
+    import psutil
+
+    deadline = time.monotonic() + settle
+    while True:
+        while True:  # reap what ended (our children, and orphans given to a subreaper)
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if not pid:
+                break
+        found = []
+        for process in psutil.Process().children(recursive=True):
+            try:
+                if process.status() != psutil.STATUS_ZOMBIE and word in " ".join(process.cmdline()):
+                    found.append(process.pid)
+            except psutil.Error:
+                continue
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)

@@ -6,7 +6,6 @@ checked for its exit code, its wall time, the memory of the children it started
 Each test watches only the processes it started (their process group), never the
 machine's process table or ports, so another sweep may run beside the suite."""
 
-import ctypes
 import json
 import os
 import resource
@@ -21,6 +20,7 @@ import pytest
 from puzzlesweep import catalog
 
 from .conftest import CLI, ROOT
+from .servers import subreaper
 
 # Eight open boxes, each stopped at its 3 s limit: predictable batches of one.
 SLOW = """
@@ -33,7 +33,6 @@ dims = [[6, 7, 6], [6, 7, 7], [6, 8, 6], [7, 7, 7], [6, 8, 7], [7, 8, 7], [6, 9,
 k = 5
 """
 GIB = 2**30
-PR_SET_CHILD_SUBREAPER = 36
 
 
 @pytest.fixture
@@ -75,15 +74,13 @@ def rows_in(results: Path) -> int:
 
 
 @pytest.fixture(autouse=True, scope="module")
-def subreaper():
-    """Make this process the reaper of what its children leave behind (Linux
-    PR_SET_CHILD_SUBREAPER): the Dask workers and solver processes of a `puzzlesweep
-    run` become its children when the run ends, so a test can wait for exactly them
-    (by their process group) and count their memory in RUSAGE_CHILDREN."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    yield
-    libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+def reaper():
+    """This module's tests reap what their runs leave behind (`servers.subreaper`): the
+    Dask workers and solver processes of a `puzzlesweep run` become this process's
+    children when the run ends, so a test waits for exactly them (by their process
+    group) and counts their memory in RUSAGE_CHILDREN."""
+    with subreaper():
+        yield
 
 
 def ended(process: subprocess.Popen, log: Path, within: float) -> tuple[int, float, bool]:
@@ -399,3 +396,94 @@ def test_solve_holds_its_time_limit_from_the_start_of_building_the_model(tmp_pat
     assert code == 0 and seconds < 3 + 10 + 15, output  # limit, grace, start-up
     assert "status time_limit" in output and "stopped: " in output, output
     assert peak < 2 * GIB
+
+
+def test_a_lost_prefect_api_is_noticed_within_10_s(tmp_path):
+    # The run's own temporary Prefect API (no PREFECT_API_URL) killed mid-run: issue 14
+    # measured 149 s before the run noticed.
+    import psutil
+
+    spec, results = tmp_path / "slow.toml", tmp_path / "results"
+    spec.write_text(SLOW)
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    log = tmp_path / "run.log"
+    run = start(spec, results, env, log)
+    wait_rows(results, 0, run, log)
+    (api,) = [
+        child
+        for child in psutil.Process(run.pid).children()  # only what this test started
+        if "puzzlesweep.flows.api" in " ".join(child.cmdline())
+    ]
+    api.kill()
+    code, seconds, gone = ended(run, log, 60)
+    output = log.read_text()
+    assert code == 1 and seconds < 10 and gone, output[-3000:]
+    errors = [line for line in output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "the Prefect API at http://127.0.0.1:" in errors[0], output
+    assert "stopped answering" in errors[0] and "Traceback" not in output, output
+    _, [(run_id, state, solved)] = catalog.query(results, "SELECT run_id, state, solved FROM runs")
+    _, [(written,)] = catalog.query(
+        results, "SELECT count(*) FROM results WHERE run_id = ?", [run_id]
+    )
+    assert state == "failed" and solved == written >= 1  # what was written is kept
+
+    log = tmp_path / "again.log"
+    code, _, _ = ended(start(spec, results, env, log), log, 300)
+    assert code == 0, log.read_text()[-3000:]
+    one_row_per_instance(results, 8)
+    assert children_peak_bytes() < 3 * GIB
+
+
+@pytest.mark.slow
+def test_a_lost_dask_scheduler_is_noticed_within_10_s(api_env, tmp_path):
+    # A scheduler and a worker of our own (`--address`), the scheduler killed mid-run.
+    from .servers import Processes, free_port
+
+    address = f"tcp://127.0.0.1:{free_port()}"
+    work = tmp_path / "cluster"
+    work.mkdir()
+    processes = Processes(work)
+    spec, results = tmp_path / "slow.toml", tmp_path / "results"
+    spec.write_text(SLOW)
+    try:
+        processes.start(
+            "scheduler",
+            "dask",
+            "scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            address.rsplit(":", 1)[1],
+            "--no-dashboard",
+            cwd=work,
+        )
+        processes.start(
+            "worker",
+            "dask",
+            "worker",
+            address,
+            "--nthreads",
+            "1",
+            "--no-dashboard",
+            "--host",
+            "127.0.0.1",
+            "--local-directory",
+            str(work),
+            cwd=work,
+        )
+        log = tmp_path / "run.log"
+        run = start(spec, results, api_env, log, "--address", address)
+        wait_rows(results, 0, run, log)
+        processes.stop("scheduler", grace=0)
+        code, seconds, gone = ended(run, log, 60)
+    finally:
+        processes.stop()
+    output = log.read_text()
+    assert code == 1 and seconds < 10 and gone, output[-3000:]
+    errors = [line for line in output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and f"the Dask scheduler at {address}" in errors[0], output
+    _, [(run_id, state, solved)] = catalog.query(results, "SELECT run_id, state, solved FROM runs")
+    _, [(written,)] = catalog.query(
+        results, "SELECT count(*) FROM results WHERE run_id = ?", [run_id]
+    )
+    assert state == "failed" and solved == written >= 1

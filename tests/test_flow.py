@@ -9,6 +9,7 @@ from puzzlesweep import catalog
 from puzzlesweep.flows.sweep import run_sweep
 
 from .conftest import cli
+from .servers import descendants, subreaper
 
 SMALL = """
 name = "small"
@@ -86,12 +87,14 @@ def test_sweep_on_local_cluster_writes_a_queryable_catalog(prefect_api, spec, tm
 def test_cli_run_prints_the_summary_from_the_catalog(spec, tmp_path):
     # The user's path: `puzzlesweep run` starts its own Prefect API and LocalCluster.
     results = tmp_path / "cli-results"
-    done = cli("run", str(spec), "--catalog", str(results), "--workers", "2", timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "sweep small: 16 of 16 instances" in done.stdout
-    _, rows = catalog.query(results, "SELECT count(*), count(*) FILTER (verified) FROM results")
-    assert rows == [(16, 12)]
-    assert _temporary_apis() == []  # its temporary Prefect API ended with it
+    with subreaper():  # whatever the run leaves behind becomes ours to see
+        done = cli("run", str(spec), "--catalog", str(results), "--workers", "2", timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "sweep small: 16 of 16 instances" in done.stdout
+        _, rows = catalog.query(results, "SELECT count(*), count(*) FILTER (verified) FROM results")
+        assert rows == [(16, 12)]
+        # its temporary Prefect API ended with it (only what this test started is looked at)
+        assert descendants("puzzlesweep.flows.api") == []
     done = cli(
         "catalog",
         "query",
@@ -118,19 +121,6 @@ def test_query_errors_are_named(tmp_path):
     (tmp_path / "empty").mkdir()
     done = cli("catalog", "query", "SELECT 1 FROM results", "--catalog", str(tmp_path / "empty"))
     assert done.returncode == 2 and "does not exist (run a sweep into it first)" in done.stderr
-
-
-def _temporary_apis() -> list[int]:
-    """The process ids of running `python -m puzzlesweep.flows.api` servers."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            command = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"puzzlesweep.flows.api" in command:
-            found.append(int(entry.name))
-    return found
 
 
 def test_the_temporary_api_defers_to_a_configured_one(monkeypatch):
