@@ -2,10 +2,12 @@
 and its refusal to serve anything but its page and its state."""
 
 import http.client
+import json
 import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -165,4 +167,84 @@ def test_dashboard_command_refuses_a_taken_port(tmp_path):
         )
         assert done.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in done.stderr
     finally:
+        server.server_close()
+
+
+def _get(port: int, path: str = "/api/state", host: str | None = None) -> tuple[int, bytes]:
+    """GET on 127.0.0.1:port with an explicit Host header (the bound one by default)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    connection.putrequest("GET", path, skip_host=True)
+    connection.putheader("Host", host or f"127.0.0.1:{port}")
+    connection.endheaders()
+    response = connection.getresponse()
+    return response.status, response.read()
+
+
+def test_dashboard_under_load_stays_bounded(tmp_path):
+    # issue 14: 200 concurrent requests, 97 timed out at 120 s; 500 half-sent ones held
+    # 500 threads for over a minute; any Host header was answered. Loopback only, every
+    # loop bounded in count and time.
+    import socket
+    from concurrent.futures import ThreadPoolExecutor
+
+    from puzzlesweep import dashboard, puzzles
+    from puzzlesweep.core import Instance, make_params
+    from puzzlesweep.solve import solve_instance
+    from puzzlesweep.solvers import Limits
+
+    family = puzzles.get("domination")
+    rows = []
+    for n in range(1, 7):
+        row = solve_instance(
+            Instance("domination", make_params(family.Params, {"rows": n, "cols": n})),
+            "highs",
+            Limits(10),
+        )
+        row.update(run_id="r", sweep="s", puzzlesweep_version="t", schema_version=2)
+        rows.append(row)
+    catalog.prepare(tmp_path, {family.Params})
+    catalog.write_batch(tmp_path, family.Params, rows, "r-00001")
+    run = {"run_id": "r", "sweep": "s", "state": "finished", "planned": 6, "skipped": 0}
+    catalog.write_run(tmp_path, {**run, "started_at": rows[0]["started_at"]})
+
+    server = make_server(tmp_path, port=0, refresh_seconds=2.0)
+    port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def request_threads() -> int:
+        return sum(t.name.startswith("dashboard_") for t in threading.enumerate())
+
+    try:
+        # 200 concurrent requests: all answered, the state computed about once per 2 s
+        started = time.monotonic()
+        with ThreadPoolExecutor(200) as clients:
+            answers = list(clients.map(lambda _: _get(port), range(200)))
+        seconds = time.monotonic() - started
+        assert [status for status, _ in answers] == [200] * 200
+        shown = json.loads(answers[0][1])
+        assert [f["family"] for f in shown["families"]] == ["domination"], shown
+        assert seconds < 30 and server.cache.computed <= seconds / 2.0 + 2
+        assert request_threads() <= dashboard.THREADS
+
+        # 100 half-sent requests: they hold no request thread, and are closed after
+        # SOCKET_TIMEOUT; a whole request is answered meanwhile
+        half = []
+        for _ in range(100):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+            sock.sendall(b"GET /api/state HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % port)
+            half.append(sock)
+        started = time.monotonic()
+        assert _get(port)[0] == 200 and time.monotonic() - started < 5
+        assert request_threads() <= dashboard.THREADS
+        for sock in half:  # the server closes each (recv gives b"") within the timeout
+            assert sock.recv(100) == b""
+            sock.close()
+        assert time.monotonic() - started < dashboard.SOCKET_TIMEOUT + 5
+
+        # only the names it was bound to
+        assert _get(port, "/", host=f"localhost:{port}")[0] == 200
+        assert _get(port, "/api/state", host=f"evil.example:{port}")[0] == 403
+        assert _get(port, "/", host="127.0.0.1")[0] == 403  # another port
+    finally:
+        server.shutdown()
         server.server_close()
