@@ -11,13 +11,26 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 export PREFECT_LOGGING_LEVEL ?= WARNING
 
-.PHONY: demo test test-slow browser format clean
+.PHONY: demo test test-slow browser format clean lock
 
-$(BIN)/.installed: pyproject.toml
+# Installs are reproducible: every package at the exact version of requirements.lock
+# (pip constraints), the project itself editable.
+$(BIN)/.installed: pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[dev]'
 	touch $@
+
+# Resolve pyproject.toml's ranges afresh in a throw-away venv and pin what they give.
+LOCK_VENV := .lock-venv
+lock:
+	rm -rf $(LOCK_VENV) && $(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LOCK_VENV)/bin/python -m pip install --quiet '.[dev]'
+	{ echo "# Exact versions that \`make\` installs (pip install -c requirements.lock -e '.[dev]')."; \
+	  echo "# Refresh with \`make lock\` (a fresh venv resolves pyproject.toml's ranges), then \`make test\`."; \
+	  $(LOCK_VENV)/bin/python -m pip freeze --exclude-editable | grep -iv '^puzzlesweep'; } > requirements.lock
+	rm -rf $(LOCK_VENV)
 
 demo: $(BIN)/.installed
 	$(BIN)/puzzlesweep run sweeps/seeds.toml --catalog results
@@ -40,4 +53,4 @@ format: $(BIN)/.installed
 	$(BIN)/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) results .pytest_cache
+	rm -rf $(VENV) $(LOCK_VENV) results .pytest_cache

@@ -17,6 +17,17 @@ caller imports Prefect and starts its cluster meanwhile, and waits for the API's
 `/health` only when the flow is about to start.
 
 Measured with `benchmarks/overhead_bench.py` (start-up column).
+
+Only Prefect's public interface is used: the settings `PREFECT_API_URL` and
+`PREFECT_UI_ENABLED`, and the app factory `create_app(ephemeral=True, final=True)` (the
+factory `prefect server start` serves; `ephemeral` turns the UI and the background
+services off, `final` lets it skip work for later apps), called by `app()` below under
+uvicorn's public `Config(factory=True)`. Before issue 14 the child set the private
+environment variables `PREFECT__SERVER_EPHEMERAL` and `PREFECT__SERVER_FINAL`, which
+`create_app` reads as fallbacks for those two arguments; passing the arguments instead
+costs nothing (the same code runs). The exact Prefect version is pinned by
+`requirements.lock`, so a release that changes even the public surface arrives only with
+`make lock` and the test suite.
 """
 
 import os
@@ -58,12 +69,7 @@ class TemporaryAPI:
             stdout=subprocess.PIPE,
             text=True,
             process_group=0,  # a Ctrl-C at the terminal is for the run, which stops this
-            env={
-                **os.environ,
-                "PREFECT_UI_ENABLED": "0",
-                "PREFECT__SERVER_EPHEMERAL": "1",
-                "PREFECT__SERVER_FINAL": "1",
-            },
+            env={**os.environ, "PREFECT_UI_ENABLED": "0"},
         )
 
     def url(self) -> str | None:
@@ -136,9 +142,17 @@ def serve() -> None:
     listener.bind(("127.0.0.1", 0))
     print(f"port {listener.getsockname()[1]}", flush=True)
     config = uvicorn.Config(
-        "prefect.server.api.server:create_app", factory=True, log_level="error", lifespan="on"
+        "puzzlesweep.flows.api:app", factory=True, log_level="error", lifespan="on"
     )
     uvicorn.Server(config).run(sockets=[listener])
+
+
+def app():
+    """The ephemeral API's ASGI app: Prefect's public factory with the UI and background
+    services off (`ephemeral`), the only app of its process (`final`)."""
+    from prefect.server.api.server import create_app
+
+    return create_app(ephemeral=True, final=True)
 
 
 if __name__ == "__main__":

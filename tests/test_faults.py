@@ -487,3 +487,26 @@ def test_a_lost_dask_scheduler_is_noticed_within_10_s(api_env, tmp_path):
         results, "SELECT count(*) FROM results WHERE run_id = ?", [run_id]
     )
     assert state == "failed" and solved == written >= 1
+
+
+def test_installs_follow_the_lock_file_and_the_api_uses_public_prefect_only():
+    # 11: every package pinned exactly, and this environment is the locked one
+    from importlib.metadata import PackageNotFoundError, version
+
+    pins = {}
+    for line in (ROOT / "requirements.lock").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, sep, pinned = line.partition("==")
+            assert sep and pinned.strip(), f"not an exact pin: {line}"
+            pins[name.strip().lower()] = pinned.strip()
+    for name in ("prefect", "prefect-dask", "dask", "distributed", "highspy", "deltalake"):
+        assert name in pins, name
+    for name, pinned in pins.items():
+        try:
+            assert version(name) == pinned, (name, version(name), pinned)
+        except PackageNotFoundError:
+            pytest.fail(f"{name}=={pinned} is in requirements.lock but not installed")
+    assert "-c requirements.lock" in (ROOT / "Makefile").read_text()
+    source = (ROOT / "flows" / "api.py").read_text()
+    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("#"))
+    assert "PREFECT__" not in code.split('"""', 2)[2]  # no private setting past the docstring
