@@ -52,10 +52,13 @@ STARTUP = 120.0
 MIN_MEMORY = 256 * 2**20
 #: Signals by which someone stops a process (not a crash): its instance is not done.
 STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-#: A child that died by a signal is said to have met its memory limit when its peak
-#: resident memory reached this share of the limit (RLIMIT_DATA counts reserved memory,
-#: which is at least what is resident).
+#: A child that died as a failed allocation ends it (an exit code, SIGABRT, SIGSEGV,
+#: SIGBUS) is said to have met its memory limit when its peak resident memory reached
+#: this share of the limit (RLIMIT_DATA counts reserved memory, at least what is
+#: resident). RLIMIT_DATA never sends SIGKILL: that is the kernel's OOM killer or a
+#: person, so a SIGKILL never names the limit.
 NEAR_LIMIT = 0.5
+ALLOCATION_DEATHS = (signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS)
 
 
 class Interrupted(RuntimeError):
@@ -162,15 +165,17 @@ class Child:
 
     def death(self, code: int) -> str:
         """Why the child ended with exit `code` (negative: the signal), as one line:
-        the signal or the code, and the memory limit only when the child's peak resident
-        memory came near it (`NEAR_LIMIT`), with that peak."""
+        the signal or the code and the child's peak memory; the memory limit only when it
+        can have played a part: a death a failed allocation causes (`ALLOCATION_DEATHS`
+        or an exit code) with a peak near the limit (`NEAR_LIMIT`)."""
         how = (
             f"was killed by {signal.Signals(-code).name}"
             if code < 0
             else f"exited with code {code}"
         )
         peak = self._peak_kib * 1024
-        if self.memory_limit and peak >= NEAR_LIMIT * self.memory_limit:
+        allocation = code > 0 or -code in ALLOCATION_DEATHS
+        if self.memory_limit and allocation and peak >= NEAR_LIMIT * self.memory_limit:
             return (
                 f"the solver process {how} after reaching {mib(peak)} of its memory "
                 f"limit of {mib(self.memory_limit)}"

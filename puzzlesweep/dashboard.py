@@ -295,7 +295,9 @@ class BoundedHTTPServer(HTTPServer):
 
     def server_activate(self) -> None:
         super().server_activate()
-        self.pool = ThreadPoolExecutor(THREADS, thread_name_prefix="dashboard")
+        self.pool = ThreadPoolExecutor(
+            THREADS, thread_name_prefix=f"dashboard-{self.server_address[1]}"
+        )
         self.slots = threading.BoundedSemaphore(THREADS + PENDING)
         self.local = threading.local()
         self.selector = selectors.DefaultSelector()

@@ -212,7 +212,7 @@ def test_dashboard_under_load_stays_bounded(tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
 
     def request_threads() -> int:
-        return sum(t.name.startswith("dashboard_") for t in threading.enumerate())
+        return sum(t.name.startswith(f"dashboard-{port}_") for t in threading.enumerate())
 
     try:
         # 200 concurrent requests: all answered, the state computed about once per 2 s

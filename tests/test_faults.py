@@ -183,6 +183,7 @@ def test_ctrl_c_and_sigterm_stop_a_run_and_write_nothing_false(api_env, tmp_path
     assert children_peak_bytes() < 3 * GIB
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("chattr") is None, reason="chattr +i needs root"
 )
@@ -398,6 +399,7 @@ def test_solve_holds_its_time_limit_from_the_start_of_building_the_model(tmp_pat
     assert peak < 2 * GIB
 
 
+@pytest.mark.slow
 def test_a_lost_prefect_api_is_noticed_within_10_s(tmp_path):
     # The run's own temporary Prefect API (no PREFECT_API_URL) killed mid-run: issue 14
     # measured 149 s before the run noticed.

@@ -117,8 +117,10 @@ def test_a_crashed_solver_is_an_error_row_and_the_next_instance_runs(child):
 
 
 def test_a_child_killed_near_its_memory_limit_says_so_and_a_stopped_one_is_not_a_row():
-    # A solver that grows to its limit and is then killed (as the kernel's OOM killer
-    # would): the message names the limit, with the peak the kernel measured.
+    # A solver SIGKILLed (as the kernel's OOM killer or a person would) after growing
+    # past half its limit: RLIMIT_DATA never sends SIGKILL, so the limit is not named,
+    # the peak the kernel measured is. (A death the limit causes, an allocation that
+    # fails, names it: tests/test_faults.py, `solve ... --memory-limit 1GiB`.)
     small = Child(MIN_MEMORY)
     try:
         small.start()
@@ -140,11 +142,10 @@ def test_a_child_killed_near_its_memory_limit_says_so_and_a_stopped_one_is_not_a
         row = small.solve(request("no_k_in_row", {"dims": [40, 40, 40], "k": 5}, "highs", 60))
         killer.join()
         assert row["status"] == "error"
-        assert re.fullmatch(
-            r"the solver process was killed by SIGKILL after reaching \d+ MiB of its "
-            r"memory limit of 256 MiB",
-            row["error"],
-        ), row["error"]
+        match = re.fullmatch(
+            r"the solver process was killed by SIGKILL \(peak memory (\d+) MiB\)", row["error"]
+        )
+        assert match and int(match[1]) > 0.5 * 256, row["error"]
 
         # Stopped from outside (SIGTERM): not an error row, the instance is not done.
         from puzzlesweep.flows.isolate import Interrupted
