@@ -249,14 +249,19 @@ def warm_worker(memory_limit: int | None = None) -> str:
     imports what a batch task runs (Prefect's task engine, the catalog, this module) and
     starts the thread's child solver process (`solve_batch`'s, with the same
     `memory_limit`), about 4 s per worker that the first batch would otherwise wait.
-    Returns the worker's address."""
-    import prefect.task_engine  # noqa: F401
-    import prefect_dask  # noqa: F401
-
-    from puzzlesweep.flows.isolate import child_for_thread
-
+    Returns the worker's address. Never fails: a warm-up that does not happen (seen: an
+    import `_DeadlockError` when a batch imports the same modules at the same moment on
+    a loaded machine, which Dask printed as a traceback) only costs the time it saves."""
     worker, worker_memory = _worker()
-    child_for_thread(memory_limit or worker_memory).start()
+    try:
+        import prefect.task_engine  # noqa: F401
+        import prefect_dask  # noqa: F401
+
+        from puzzlesweep.flows.isolate import child_for_thread
+
+        child_for_thread(memory_limit or worker_memory).start()
+    except Exception:  # noqa: BLE001 (the first batch does it instead)
+        pass
     return worker
 
 

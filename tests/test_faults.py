@@ -365,7 +365,8 @@ def measured(tmp_path: Path, *args: str, timeout: float = 120) -> tuple[int, flo
 
 
 def test_solve_holds_its_memory_limit_while_it_builds_the_model(tmp_path):
-    # issue 14: no result after 240 s and 7.1 GB; the model alone outgrows 1 GiB
+    # issue 14: no result after 240 s and 7.1 GB; the model alone outgrows 512 MiB long
+    # before its 20 s (it reached 971 MiB in 10 s here, unloaded)
     code, seconds, peak, output = measured(
         tmp_path,
         "solve",
@@ -373,13 +374,13 @@ def test_solve_holds_its_memory_limit_while_it_builds_the_model(tmp_path):
         "dims=100,100,100",
         "k=5",
         "--time-limit",
-        "5",
+        "20",
         "--memory-limit",
-        "1GiB",
+        "512MiB",
     )
-    assert code == 1 and seconds < 40, output
-    assert "status error" in output and "of its memory limit of 1024 MiB" in output, output
-    assert peak < 1.25 * GIB
+    assert code == 1 and seconds < 20 + 10 + 15, output  # limit, grace, start-up
+    assert "status error" in output and "memory limit" in output and "512 MiB" in output
+    assert peak < 0.75 * GIB
 
 
 def test_solve_holds_its_time_limit_from_the_start_of_building_the_model(tmp_path):
