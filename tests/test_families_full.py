@@ -245,10 +245,10 @@ def test_json_of_reachable_is_one_object():
 
 
 def fewest_over_all_starts(side: int, limit: float = 60) -> float:
-    """A127500's question in one layered search (every start in layer 0); the witness
-    is replayed by the verifier from its own start hole."""
+    """A127500's question in one search (every start a root, every one-peg position a
+    goal); the witness is replayed by the verifier from its own start hole."""
     starts = list(range(peg_solitaire.holes(side)))
-    result = frontier.solve(peg_solitaire.layered(side, starts, None, "min_moves"), Limits(limit))
+    result = frontier.solve(peg_solitaire.problem(side, starts, None, "min_moves"), Limits(limit))
     assert result.status == "optimal", result
     path = tuple(result.solution)
     p = make_params(
