@@ -73,6 +73,8 @@ from . import Limits, SolverResult, relative_gap
 VERSION = "puzzlesweep-frontier-2"
 #: Child keys produced between two looks at the clock (and the size of that buffer).
 CHUNK = 1 << 21
+#: Positions expanded to estimate the cost of expanding a layer.
+SAMPLE = 512
 #: Depth-first search nodes between two looks at the clock.
 SLICE = 1 << 19
 #: Bytes a search may keep by default (layers, buffers, the dead table).
@@ -85,6 +87,7 @@ DIVE_MEMORY = 64 << 20
 log = logging.getLogger(__name__)
 
 _ONE = np.uint64(1)
+_NO_PRUNE = np.zeros(3, np.uint64)
 _BYTE = np.uint64(255)
 _EIGHT = np.uint64(8)
 
@@ -207,11 +210,41 @@ def _keys(boards, maps):
 
 
 @njit(cache=True)
-def _expand(boards, at, ptr, order, fot, cond, nxt, maps, chain, out):
+def _regions_bound(board, singles, pairs, full, less):
+    """The moves still needed by the Merson regions: with `full`, the regions (disjoint,
+    chosen greedily) that are full on `board`, each needing a move that starts in it;
+    otherwise the regions that are not full, each of which a move starting in it has
+    changed since a start where it was full; minus `less` (the regions that may stay
+    as they are: a goal's token on a corner, a start's empty cell), at least 0."""
+    count = 0
+    rest = board & singles if full else ~board & singles
+    while rest:
+        rest &= rest - _ONE
+        count += 1
+    used = np.uint64(0)
+    for k in range(pairs.shape[0]):
+        pair = pairs[k]
+        if used & pair:
+            continue
+        if (board & pair == pair) == full:
+            count += 1
+            used |= pair
+    return max(count - less, 0)
+
+
+@njit(cache=True)
+def _expand(boards, at, ptr, order, fot, cond, nxt, maps, chain, out, prune, room):
     """Keys of the children of boards[at:] into `out` until it is full: every position
     one move away (`chain`: a token goes on while it can; else single rules). Returns
     (children written, the index of the first board not expanded); a board whose
-    children do not all fit is left for the next call."""
+    children do not all fit is left for the next call. prune = (kind, less, singles,
+    pair, pair, ...) as uint64 (the cells of the Merson regions as bitboards): a child
+    whose `_regions_bound` (kind 1: full regions, 2: regions not full) exceeds `room`
+    is not written (kind 0: every child is; the chain goes on through it anyway)."""
+    kind = prune[0]
+    less = np.int64(prune[1])
+    singles = prune[2]
+    pairs = prune[3:]
     written = 0
     cap = out.shape[0]
     stack_b = np.empty(65, np.uint64)
@@ -243,8 +276,9 @@ def _expand(boards, at, ptr, order, fot, cond, nxt, maps, chain, out):
                 if written >= cap:
                     full = True
                     break
-                out[written] = _key(child, maps)
-                written += 1
+                if kind == 0 or _regions_bound(child, singles, pairs, kind == 1, less) <= room:
+                    out[written] = _key(child, maps)
+                    written += 1
                 if chain:
                     depth += 1
                     stack_b[depth], stack_p[depth], stack_i[depth] = child, nxt[r], ptr[nxt[r]]
@@ -450,21 +484,98 @@ def _lookup(levels: list[np.ndarray], key: int) -> int | None:
 
 
 # --- min_moves: both ends by moves ---------------------------------------------------------
-class _Side:
-    """One end of the search: its layers (sorted keys by distance) and move generator."""
+def merson_regions(rules: np.ndarray, size: int) -> tuple[int, list[int]]:
+    """(singles, pairs): the Merson regions of the rules as bitboards. A region is a set
+    of cells that no rule jumps over from outside it into outside it (no (a, b, c) with
+    b inside, a and c outside); when a region is full at a move boundary, the first
+    change to it is the first jump of a move that starts in it (a token cannot have
+    landed in the full region). singles: the cells never jumped over (the corners of a
+    triangle); pairs: two cells forming a region (adjacent holes along an edge), in
+    order, for a greedy packing. Source: the Merson regions of J. D. Beasley, "The Ins
+    and Outs of Peg Solitaire" (1985), used for move counts by G. I. Bell, "Solving
+    Triangular Peg Solitaire", JIS 11 (2008) 08.4.8."""
+    cells = {int(x) for rule in rules for x in rule}
+    over: dict[int, list[tuple[int, int]]] = {}
+    for a, b, c in rules:
+        over.setdefault(int(b), []).append((int(a), int(c)))
+    singles = [x for x in sorted(cells) if x not in over]
+    pairs = []
+    for x in sorted(over):
+        for y in sorted(over):
+            if y > x and all(a in (x, y) or c in (x, y) for a, c in over[x] + over[y]):
+                pairs.append((1 << x) | (1 << y))
+    return sum(1 << x for x in singles), pairs
 
-    def __init__(self, problem: LayeredProblem, roots: tuple[int, ...], reverse: bool):
+
+def _prune(problem: LayeredProblem, kind: int) -> np.ndarray:
+    """The `prune` array of `_expand` for one side: kind 1 (forward: full regions need
+    a move each, less those a goal may keep full), kind 2 (backward: regions not full
+    were changed by a move each since the start, less those a start may not fill)."""
+    name = f"prune{kind}"
+    if name not in problem.tables:
+        singles, pairs = merson_regions(problem.rules, problem.size)
+        cells = singles | sum(pairs)
+        paired = sum(pairs)
+        if kind == 1:
+            less = max(
+                (g & singles).bit_count() + (g & paired).bit_count() // 2 for g in problem.goals
+            )
+        else:
+            full = (1 << problem.size) - 1
+            less = max((full & ~s & cells).bit_count() for s in problem.starts)
+        problem.tables[name] = np.array([kind, less, singles, *pairs], np.uint64)
+    return problem.tables[name]
+
+
+def _bound_of(board: int, prune: np.ndarray) -> int:
+    """`_regions_bound` of one board, in Python."""
+    full = bool(prune[0] == 1)
+    return int(_regions_bound(np.uint64(board), prune[2], prune[3:], full, int(prune[1])))
+
+
+class _Side:
+    """One end of the search: its layers (sorted keys by distance), its move generator
+    and its pruning; roots whose bound exceeds `target` are left out."""
+
+    def __init__(self, problem: LayeredProblem, reverse: bool, target: int):
+        roots = problem.goals if reverse else problem.starts
+        self.prune = _prune(problem, 2 if reverse else 1)
+        self.target = target
+        roots = [r for r in roots if _bound_of(r, self.prune) <= target]
         self.maps = _maps(problem)
         self.tables = _generator(problem, reverse)
         self.levels = [_distinct(_keys(np.array(roots, np.uint64), self.maps))]
+
+    def cost(self) -> float:
+        """The children the next expansion should make, measured on a sample of at most
+        `SAMPLE` positions of the last layer: reverse moves from a sparse board branch
+        a hundred times more than moves, and the pruning changes with the depth."""
+        frontier = self.levels[-1]
+        if len(frontier) <= SAMPLE:
+            sample = frontier
+        else:
+            sample = frontier[:: len(frontier) // SAMPLE][:SAMPLE]
+        ptr, order, fot, cond, nxt = self.tables
+        buffer = np.empty(1 << 22, np.uint64)
+        made = at = 0
+        while at < len(sample):
+            room = self.target - len(self.levels)
+            written, at = _expand(
+                sample, at, ptr, order, fot, cond, nxt, self.maps, True, buffer, self.prune, room
+            )
+            made += written
+        return (made + len(sample)) * len(frontier) / max(len(sample), 1)
 
     def kept(self) -> int:
         return sum(level.nbytes for level in self.levels)
 
 
-def _grow(side: _Side, other: _Side, budget: _Budget, kept: int) -> tuple[np.ndarray, int | None]:
+def _grow(
+    side: _Side, other: _Side, budget: _Budget, kept: int, final: bool = False
+) -> tuple[np.ndarray, int | None]:
     """The next layer of `side` (children new to it), or, at the first child found in
-    a layer of `other`, (that child's key as a one-element array, its distance there)."""
+    a layer of `other`, (that child's key as a one-element array, its distance there).
+    `final`: the layer is only looked up, not kept (an empty array comes back)."""
     ptr, order, fot, cond, nxt = side.tables
     frontier = side.levels[-1]
     buffer = np.empty(CHUNK, np.uint64)
@@ -478,8 +589,20 @@ def _grow(side: _Side, other: _Side, budget: _Budget, kept: int) -> tuple[np.nda
         stop = len(frontier)
         if budget.limits.node_limit is not None:  # stop at the node limit exactly
             stop = min(stop, at + budget.limits.node_limit - budget.nodes)
+        room = side.target - len(side.levels)  # the moves left after this one
         written, following = _expand(
-            frontier[:stop], at, ptr, order, fot, cond, nxt, side.maps, True, buffer
+            frontier[:stop],
+            at,
+            ptr,
+            order,
+            fot,
+            cond,
+            nxt,
+            side.maps,
+            True,
+            buffer,
+            side.prune,
+            room,
         )
         if following == at and written == 0:  # one board's children overflow the buffer
             buffer = np.empty(2 * len(buffer), np.uint64)
@@ -496,6 +619,8 @@ def _grow(side: _Side, other: _Side, budget: _Budget, kept: int) -> tuple[np.nda
             if len(hit):
                 return part[hit[:1]], d
         clock["meet"] += time.perf_counter() - tick
+        if final:
+            continue
         runs.append(part)
         while len(runs) > 1 and len(runs[-2]) <= 2 * len(runs[-1]):
             budget.check(kept + buffer.nbytes + 2 * sum(x.nbytes for x in runs))
@@ -574,57 +699,89 @@ def _incumbent(problem: LayeredProblem, budget: _Budget, result: SolverResult) -
 
 
 def _min_moves(problem: LayeredProblem, budget: _Budget, result: SolverResult) -> None:
+    """Targets L = the roots' region bound, L + 1, ...: is there a solution of L moves
+    or fewer? Each attempt is a search from both ends in which a forward position at
+    distance a is kept only if a plus its full regions is at most L, and a backward one
+    at distance b only if b plus its regions that are not full is at most L (both
+    bounds are admissible: every solution of L moves or fewer keeps all its positions
+    at move boundaries); an attempt ends when a + b reaches L (no such solution: the
+    bound becomes L + 1) or at the first common position (a solution of exactly L, as
+    L - 1 failed). Positions are re-searched per target: the pruning is what pays."""
     result.bound = 0.0
     if not _incumbent(problem, budget, result):
         return
-    forward = _Side(problem, problem.starts, reverse=False)
-    backward = _Side(problem, problem.goals, reverse=True)
-    result.extra = {"forward": [len(forward.levels[0])], "backward": [len(backward.levels[0])]}
+    forward = _prune(problem, 1)
+    target = max(1, min(_bound_of(s, forward) for s in problem.starts))
+    if set(problem.starts) & set(problem.goals):
+        target = 0
+    result.bound = float(target)
+    attempts = result.extra.setdefault("attempts", {})
     try:
-        common = forward.levels[0][_member(forward.levels[0], backward.levels[0])]
-        meet, a, b = (common[:1], 0, 0) if len(common) else (None, 0, 0)
-        result.bound = 0.0 if len(common) else 1.0
-        while meet is None:
-            if not len(forward.levels[-1]) or not len(backward.levels[-1]):
+        while True:
+            if result.objective is not None and target >= result.objective:
+                result.status, result.bound = "optimal", result.objective  # the incumbent
+                return
+            if target > problem.size:  # more moves than rules can fire: none at all
                 result.status, result.bound = "infeasible", None
                 result.solution = result.objective = None
                 return
-            grow_forward = len(forward.levels[-1]) <= len(backward.levels[-1])
-            side, other = (forward, backward) if grow_forward else (backward, forward)
-            layer, d = _grow(side, other, budget, forward.kept() + backward.kept())
-            if d is not None:
-                meet = layer
-                a, b = (len(side.levels), d) if grow_forward else (d, len(side.levels))
-                break
-            side.levels.append(layer)
-            result.extra["forward" if grow_forward else "backward"].append(len(layer))
-            result.bound = float(len(forward.levels) + len(backward.levels) - 1)
-            log.info(
-                "%s layer %d: %d keys; bound %d; %.1f s",
-                "forward" if grow_forward else "backward",
-                len(side.levels) - 1,
-                len(layer),
-                result.bound,
-                time.perf_counter() - budget.started,
-            )
-            if result.objective is not None and result.bound >= result.objective:
-                result.status, result.bound = "optimal", result.objective  # the incumbent
+            if _attempt(problem, budget, result, target, attempts):
                 return
-        # the meeting position (a key is a real position): a moves from a start (walked
-        # back by reverse moves), b moves on to a goal (walked by moves)
-        board = int(meet[0])
-        maps = forward.maps
-        first = _walk(board, a, forward.levels, _generator(problem, True), maps, True)
-        second = _walk(board, b, backward.levels, _generator(problem, False), maps, False)
-        rules = np.asarray(problem.rules)
-        result.solution = [tuple(int(x) for x in rules[r]) for r in first + second]
-        count = _count_moves(result.solution)
-        if count != a + b:  # the layers say a + b moves: anything else is a bug
-            raise RuntimeError(f"the path has {count} moves, the layers {a} + {b}")
-        result.status, result.objective = "optimal", float(count)
-        result.bound = result.objective
+            target += 1
+            result.bound = float(target)
     finally:
         result.extra["peak_bytes"] = budget.peak
+
+
+def _attempt(problem, budget: _Budget, result: SolverResult, target: int, attempts) -> bool:
+    """One target of `_min_moves`; True (and the result filled) when a solution of
+    `target` moves is found."""
+    forward = _Side(problem, False, target)
+    backward = _Side(problem, True, target)
+    sizes = attempts[target] = {"forward": [len(forward.levels[0])], "backward": []}
+    sizes["backward"].append(len(backward.levels[0]))
+    common = forward.levels[0][_member(forward.levels[0], backward.levels[0])]
+    meet, a, b = (common[:1], 0, 0) if len(common) else (None, 0, 0)
+    while meet is None:
+        reached = len(forward.levels) + len(backward.levels) - 2
+        if reached >= target or not len(forward.levels[-1]) or not len(backward.levels[-1]):
+            log.info(
+                "no solution of %d moves (%.1f s)", target, time.perf_counter() - budget.started
+            )
+            return False
+        grow_forward = forward.cost() <= backward.cost()
+        side, other = (forward, backward) if grow_forward else (backward, forward)
+        final = reached + 1 >= target  # the last layer of this target: only looked up
+        layer, d = _grow(side, other, budget, forward.kept() + backward.kept(), final)
+        if d is not None:
+            meet = layer
+            a, b = (len(side.levels), d) if grow_forward else (d, len(side.levels))
+            break
+        side.levels.append(layer)
+        sizes["forward" if grow_forward else "backward"].append(len(layer))
+        log.info(
+            "target %d: %s layer %d: %d keys; %.1f s",
+            target,
+            "forward" if grow_forward else "backward",
+            len(side.levels) - 1,
+            len(layer),
+            time.perf_counter() - budget.started,
+        )
+    # the meeting position (a key is a real position): a moves from a start (walked
+    # back by reverse moves), b moves on to a goal (walked by moves)
+    board = int(meet[0])
+    maps = forward.maps
+    first = _walk(board, a, forward.levels, _generator(problem, True), maps, True)
+    second = _walk(board, b, backward.levels, _generator(problem, False), maps, False)
+    rules = np.asarray(problem.rules)
+    result.solution = [tuple(int(x) for x in rules[r]) for r in first + second]
+    count = _count_moves(result.solution)
+    if count != a + b or count != target:  # anything else is a bug
+        raise RuntimeError(f"the path has {count} moves, the layers {a} + {b}, target {target}")
+    result.status, result.objective = "optimal", float(count)
+    result.bound = result.objective
+    result.extra.update(sizes)
+    return True
 
 
 def _count_moves(path: list[tuple[int, int, int]]) -> int:
@@ -718,7 +875,7 @@ def _reachable(problem: LayeredProblem, budget: _Budget, result: SolverResult) -
         while at < len(frontier):
             budget.check(sum(x.nbytes for x in levels + parts) * 2 + buffer.nbytes)
             written, following = _expand(
-                frontier, at, ptr, order, fot, cond, nxt, maps, False, buffer
+                frontier, at, ptr, order, fot, cond, nxt, maps, False, buffer, _NO_PRUNE, 0
             )
             budget.nodes += following - at
             at = following
@@ -752,9 +909,11 @@ def warm() -> float:
     started = time.perf_counter()
     rules = np.array([(0, 1, 2), (1, 2, 3), (2, 3, 4), (2, 1, 0), (3, 2, 1), (4, 3, 2)])
     group = np.array([[0, 1, 2, 3, 4]])
+    quiet, log.disabled = log.disabled, True
     for question in ("min_moves", "solve", "reachable"):
         tiny = LayeredProblem(5, rules, group, (0b01011,), (1 << 4,), question)
         _QUESTIONS[question](tiny, _Budget(Limits(60), MEMORY), SolverResult(status="error"))
+    log.disabled = quiet
     _rehash(np.zeros(4, np.uint64), np.zeros(8, np.uint64))
     _WARM.append(time.perf_counter() - started)
     return _WARM[0]

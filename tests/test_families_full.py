@@ -267,16 +267,19 @@ def test_fewest_moves_over_all_starts_matches_a127500():
 
 @pytest.mark.slow
 def test_t7_fewest_moves_matches_a127500():
-    # OEIS A127500, Bell (2008): T_7 -> 12 moves. About 500 s and 1.4 GB here.
+    # OEIS A127500, Bell (2008): T_7 -> 12 moves. About 15 s and 0.3 GB here (164 s and
+    # 1.3 GB before issue 13).
     assert fewest_over_all_starts(7, limit=1200) == 12
 
 
 @pytest.mark.slow
 def test_t7_corner_and_hole_5_have_no_solution():
-    # Found here, not a published value: the layered search with symmetry proves `solve`
-    # infeasible (10-20 s) and the exact enumeration without symmetry (`reachable`,
-    # 60-85 s) reaches no one-peg position; both share the jump tables and `_children`.
-    # The depth-first search of before issue 6 ran 600 s without an answer.
+    # G. I. Bell, "Solving Triangular Peg Solitaire", JIS 11 (2008) 08.4.8: the four
+    # position classes; from holes 1 and 5 of T_7 no one-peg position is in the start's
+    # class, so `solve` is infeasible at once, and the exact enumeration without
+    # symmetry (`reachable`) independently reaches no one-peg position. (Found here
+    # first by search, before the classes were used: the depth-first search of before
+    # issue 6 ran 600 s without an answer.)
     module = puzzles.get("peg_solitaire")
     for start in (1, 5):
         for question, status in (("solve", "infeasible"), ("reachable", "optimal")):

@@ -92,3 +92,16 @@ def test_t8_fewest_moves_over_all_starts_is_13():
     path = tuple(result.solution)
     p = make_params(peg.Params, {"side": 8, "start": path[0][2] + 1, "question": "min_moves"})
     assert peg.verify(p, path) == 13
+
+
+@pytest.mark.slow
+def test_t8_every_start_solves_to_one_peg_anywhere_and_on_the_start_hole():
+    # Every one of the 36 start holes of T_8, the last peg anywhere and on the start hole
+    # (Bell's "complement problems"): found here, all 72 solvable, each solution
+    # replayed by the verifier; none is ruled out by the position classes (G. I. Bell,
+    # "Solving Triangular Peg Solitaire", JIS 11 (2008) 08.4.8), so none had to be
+    # proven infeasible.
+    for start in range(1, 37):
+        for finish in ("any", "start"):
+            result, pegs = run(8, start, finish, "solve", limit=600)
+            assert (result.status, pegs) == ("optimal", 1), (start, finish, result)
