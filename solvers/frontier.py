@@ -647,6 +647,60 @@ def _grow(
     return layer, None
 
 
+def _ahead(side: _Side, other: _Side, budget: _Budget) -> tuple[np.ndarray, int, np.ndarray] | None:
+    """The last two layers of a target at once, neither kept: the children of each
+    chunk of `side`'s last layer, and at once their children, looked up in `other`.
+    Returns (the common key, its distance in `other`, the chunk's children: the layer
+    the walk back passes through), or None when no position is common. The chunk's
+    children may repeat across chunks or lie in earlier layers: a superset, so nothing
+    is missed, and the first chunks usually meet when solutions are many."""
+    ptr, order, fot, cond, nxt = side.tables
+    frontier = side.levels[-1]
+    buffer = np.empty(CHUNK, np.uint64)
+    inner = np.empty(CHUNK, np.uint64)
+    room = side.target - len(side.levels)
+    at = 0
+    while at < len(frontier):
+        budget.check(buffer.nbytes + inner.nbytes)
+        written, following = _expand(
+            frontier, at, ptr, order, fot, cond, nxt, side.maps, True, buffer, side.prune, room
+        )
+        if following == at and written == 0:
+            buffer = np.empty(2 * len(buffer), np.uint64)
+            continue
+        budget.nodes += following - at
+        at = following
+        middle = _distinct(buffer[:written])
+        inside = 0
+        while inside < len(middle):
+            budget.check(buffer.nbytes + inner.nbytes + middle.nbytes)
+            made, after = _expand(
+                middle,
+                inside,
+                ptr,
+                order,
+                fot,
+                cond,
+                nxt,
+                side.maps,
+                True,
+                inner,
+                side.prune,
+                room - 1,
+            )
+            if after == inside and made == 0:
+                inner = np.empty(2 * len(inner), np.uint64)
+                continue
+            budget.nodes += after - inside
+            inside = after
+            part = _distinct(inner[:made])
+            for d, level in enumerate(other.levels):
+                hit = np.flatnonzero(_member(part, level))
+                if len(hit):
+                    return part[hit[:1]], d, middle
+    return None
+
+
 def _walk(board: int, d: int, levels: list[np.ndarray], tables, maps, back: bool) -> list[int]:
     """The rules of a path between `board`, at distance d from the roots of `levels`,
     and a root, in playing order: each step takes one move (a chain from `tables`) to a
@@ -751,6 +805,17 @@ def _attempt(problem, budget: _Budget, result: SolverResult, target: int, attemp
             return False
         grow_forward = forward.cost() <= backward.cost()
         side, other = (forward, backward) if grow_forward else (backward, forward)
+        if reached + 2 == target:  # the last two layers of this target, at once
+            found = _ahead(side, other, budget)
+            if found is None:
+                log.info(
+                    "no solution of %d moves (%.1f s)", target, time.perf_counter() - budget.started
+                )
+                return False
+            meet, d, middle = found
+            side.levels.append(middle)  # only for the walk back
+            a, b = (len(side.levels), d) if grow_forward else (d, len(side.levels))
+            break
         final = reached + 1 >= target  # the last layer of this target: only looked up
         layer, d = _grow(side, other, budget, forward.kept() + backward.kept(), final)
         if d is not None:
