@@ -73,6 +73,10 @@ from . import Limits, SolverResult, relative_gap
 VERSION = "puzzlesweep-frontier-2"
 #: Child keys produced between two looks at the clock (and the size of that buffer).
 CHUNK = 1 << 21
+#: The part of the last kept layer of a target whose grandchildren are looked up at
+#: once (`_ahead`) before the next layer is built: a solution is usually met there; a
+#: target without one loses this share of a layer's work.
+AHEAD_SHARE = 0.05
 #: Positions expanded to estimate the cost of expanding a layer.
 SAMPLE = 512
 #: Depth-first search nodes between two looks at the clock.
@@ -647,18 +651,22 @@ def _grow(
     return layer, None
 
 
-def _ahead(side: _Side, other: _Side, budget: _Budget) -> tuple[np.ndarray, int, np.ndarray] | None:
+def _ahead(
+    side: _Side, other: _Side, budget: _Budget, share: float = 1.0
+) -> tuple[np.ndarray, int, np.ndarray] | None:
     """The last two layers of a target at once, neither kept: the children of each
     chunk of `side`'s last layer, and at once their children, looked up in `other`.
     Returns (the common key, its distance in `other`, the chunk's children: the layer
     the walk back passes through), or None when no position is common. The chunk's
     children may repeat across chunks or lie in earlier layers: a superset, so nothing
-    is missed, and the first chunks usually meet when solutions are many."""
+    is missed, and the first chunks usually meet when solutions are many. `share`: the
+    part of the last layer to try (None then proves nothing unless it is 1)."""
     ptr, order, fot, cond, nxt = side.tables
     frontier = side.levels[-1]
     buffer = np.empty(CHUNK, np.uint64)
     inner = np.empty(CHUNK, np.uint64)
     room = side.target - len(side.levels)
+    frontier = frontier[: max(1, int(len(frontier) * share))]
     at = 0
     while at < len(frontier):
         budget.check(buffer.nbytes + inner.nbytes)
@@ -805,13 +813,10 @@ def _attempt(problem, budget: _Budget, result: SolverResult, target: int, attemp
             return False
         grow_forward = forward.cost() <= backward.cost()
         side, other = (forward, backward) if grow_forward else (backward, forward)
-        if reached + 2 == target:  # the last two layers of this target, at once
-            found = _ahead(side, other, budget)
-            if found is None:
-                log.info(
-                    "no solution of %d moves (%.1f s)", target, time.perf_counter() - budget.started
-                )
-                return False
+        found = None
+        if reached + 2 == target:  # try the last two layers at once on a part of it
+            found = _ahead(side, other, budget, AHEAD_SHARE)
+        if found is not None:
             meet, d, middle = found
             side.levels.append(middle)  # only for the walk back
             a, b = (len(side.levels), d) if grow_forward else (d, len(side.levels))
