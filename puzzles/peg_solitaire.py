@@ -55,8 +55,9 @@ in the state) that answers all three questions; for small boards (side <= 6).
 
 Measured (this 2-core machine, shared; `benchmarks/peg_bench.py`, README.md "Peg
 solitaire sizes"): fewest moves over all starts (OEIS A127500) T_4..T_6 = 5, 9, 9 in
-well under a second together; T_7 = 12 in about 30 s and 0.5 GB; T_8 = 13: see
-benchmarks/README.md.
+well under a second together; T_7 = 12 in 7-9 s and 0.3 GB; T_8 = 13 found and
+proven in 446 s and 2.5 GB (benchmarks/README.md); `solve` from every start class of
+T_8, finish anywhere or on the start hole, in 0.1 s in all.
 
 Roads not taken: a MIP over time-indexed jumps as the second method (the enumeration is
 simpler and also answers `reachable`); the Python uniform-cost search over (board, last
@@ -67,7 +68,7 @@ T_10); the layered numpy programme over (board, last peg) by single jumps of iss
 position of every move is a state, where layers by whole moves hold far fewer);
 meeting in the middle through the complement board (the reverse game is the game on the
 complement for single jumps, but it breaks a move into jumps by different pegs);
-pagoda functions as cuts (not needed at the sizes measured; the next step for T_9);
+pagoda functions as cuts (the Merson regions sufficed for T_8; the next step for T_9);
 counting positions up to symmetry in `reachable` (exact positions are what a player
 counts).
 """
