@@ -560,15 +560,15 @@ class _Side:
         else:
             sample = frontier[:: len(frontier) // SAMPLE][:SAMPLE]
         ptr, order, fot, cond, nxt = self.tables
-        buffer = np.empty(1 << 22, np.uint64)
-        made = at = 0
-        while at < len(sample):
-            room = self.target - len(self.levels)
-            written, at = _expand(
-                sample, at, ptr, order, fot, cond, nxt, self.maps, True, buffer, self.prune, room
-            )
-            made += written
-        return (made + len(sample)) * len(frontier) / max(len(sample), 1)
+        buffer = np.empty(1 << 20, np.uint64)
+        room = self.target - len(self.levels)
+        # one call: a sample whose children overflow the buffer costs at least that much
+        made, done = _expand(
+            sample, 0, ptr, order, fot, cond, nxt, self.maps, True, buffer, self.prune, room
+        )
+        if done == 0:
+            return float(len(buffer)) * len(frontier)
+        return (made + done) * len(frontier) / done
 
     def kept(self) -> int:
         return sum(level.nbytes for level in self.levels)
