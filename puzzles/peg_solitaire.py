@@ -25,45 +25,52 @@ Vocabulary:
   since recounting them is the enumeration itself.
 
 Questions (`question`, given as `objective` on the command line and in specs, since the
-catalog's `objective` column holds the answer), all answered by one layered search
-(`layered`, run by `solvers/frontier.py`): every jump removes a peg, so the positions
-after j jumps form layer j, and a whole layer is a numpy array of integer keys. `solve`
-finds a way to one peg (objective = pegs left, 1): a beam pass of 5000 states per layer
-first, then, if it fails, every position; `min_moves` finds the fewest moves
-(objective = moves): a dynamic programme over (board, hole the last jump landed on) →
-least moves so far, where a jump from that hole costs 0 and any other jump 1;
-`reachable` enumerates every exact position (objective = the number of finishing holes).
+catalog's `objective` column holds the answer), all answered by the compiled bitboard
+engine `solvers/frontier.py` (numba) on the problem `problem(...)` builds: the holes,
+the jump rules (in the order below), the symmetries that keep the start and the finish,
+the start boards and the one-peg goal boards.
+- `min_moves` (objective = moves): a breadth-first search by moves from both ends that
+  meets in the middle; forward from the start by moves (a peg's chain of jumps, stopped
+  anywhere), backward from the finishing one-peg positions by reverse moves (a peg
+  undoing jumps in a row); every layer is a sorted uint64 array of keys, the least image
+  of a board under the symmetries. No "last peg moved" is kept: going on with the same
+  peg is itself one longer move. Layers on both sides without a common position prove
+  that no solution has a + b moves (the bound); the first common position is a solution
+  with exactly the bound. A depth-first dive first gives an incumbent (what a time limit
+  reports) and proves most impossible instances at once.
+- `solve` (objective = pegs left, 1): G. I. Bell's position classes (the GF(2)
+  invariants of the jump rules: 4 independent parities on the triangle) rule out a
+  finish in another class of the start; then a depth-first search in the jump order
+  below, with a table of positions (and all their images) proven dead.
+- `reachable` (objective = finishing holes): every exact position after 0, 1, ... jumps
+  (no symmetry), and a witness per finishing hole found backwards through the layers.
 
-Bitboards and keys: a board is a uint64 (T_8 has 36 holes); a `min_moves` key is
-board << 6 | last, where last is NONE (63) when the peg that moved cannot jump on (its
-future is then that of a fresh start). Children come a jump rule at a time by mask tests
-(from and over full, to empty: board & fot == fo; child = board ^ fot), then exact
-duplicates go (one sort), then every key becomes its least image under the symmetries
-that fix the finish hole (16-bit lookup tables), then a sort keeps the least moves per
-key: the transposition table, one layer at a time. Dominance: per board only the
-states of least moves are kept (one extra move buys any last peg). Pruning: the beam
-pass gives an incumbent; the full pass cuts states whose moves plus the corner bound
-(a corner peg can never be jumped over, so it must move) reach it, so it only has to
-prove that nothing cheaper exists. Witnesses are found backwards, layer by layer.
+Boards are uint64 bitboards, so side <= MAX_SIDE (T_10: 55 holes).
 
 Symmetry: `canonical(p)` maps the start hole (and a finish hole) to the least image
 under the 6 symmetries; a finish hole equal to the start becomes `start`.
 Second method: `exhaustive(p)`, a layered enumeration of exact positions in plain
-Python dicts (no symmetry, no pruning, no numpy) that answers all three questions; for
-small boards (side <= 6).
+Python dicts (no symmetry, no pruning, no numpy, one jump at a time with the last peg
+in the state) that answers all three questions; for small boards (side <= 6).
 
-Measured (this 2-core machine, shared, `benchmarks/peg_bench.py` and README.md, "Peg
-solitaire sizes"): fewest moves over all starts (OEIS A127500) T_4, T_5, T_6 = 5, 9, 9
-in about a second together; T_7 = 12 in about 500 s and 1.4 GB; T_7 `solve` from holes
-1 and 5 is infeasible (about 20-30 s each); T_8 `solve` within 2 s from every start tried.
+Measured (this 2-core machine, shared; `benchmarks/peg_bench.py`, README.md "Peg
+solitaire sizes"): fewest moves over all starts (OEIS A127500) T_4..T_6 = 5, 9, 9 in
+well under a second together; T_7 = 12 in 7-9 s and 0.3 GB; T_8 = 13 found and
+proven in 446 s and 2.5 GB (benchmarks/README.md); `solve` from every start class of
+T_8, finish anywhere or on the start hole, in 0.1 s in all.
 
 Roads not taken: a MIP over time-indexed jumps as the second method (the enumeration is
 simpler and also answers `reachable`); the Python uniform-cost search over (board, last
-peg) with a depth-first dive (437 s for T_6's five start classes; T_7 out of reach);
-depth-first `solve` (fast where solutions are plentiful, endless on T_7 from holes 1
-and 5, which have none); parent pointers per state (the backward search is milliseconds);
+peg) of before issue 6 (437 s for T_6's five start classes) and its Python depth-first
+search for sides 9-12 (deleted in issue 13: the compiled engine covers them up to
+T_10); the layered numpy programme over (board, last peg) by single jumps of issue 6
+(T_7 in 164 s and 1.3 GB, T_8 out of 6 GiB after 77 M states: every intermediate
+position of every move is a state, where layers by whole moves hold far fewer);
+meeting in the middle through the complement board (the reverse game is the game on the
+complement for single jumps, but it breaks a move into jumps by different pegs);
+pagoda functions as cuts (the Merson regions sufficed for T_8; the next step for T_9);
 counting positions up to symmetry in `reachable` (exact positions are what a player
-counts); pagoda functions and Bell's position classes as cuts (not measured yet).
+counts).
 """
 
 from functools import lru_cache
@@ -74,8 +81,8 @@ from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from puzzlesweep.core import InvalidSolution
 from puzzlesweep.core import Params as _Params
-from puzzlesweep.solvers.backtrack import SearchProblem
-from puzzlesweep.solvers.frontier import LayeredProblem, reduce
+from puzzlesweep.solvers import frontier
+from puzzlesweep.solvers.frontier import LayeredProblem
 
 NAME = "peg_solitaire"
 SOLVERS = ("backtrack",)
@@ -94,6 +101,8 @@ class Reachable(NamedTuple):
 Solution = tuple[Jump, ...] | Reachable
 
 DIRECTIONS = [(0, 1), (1, 0), (1, 1), (0, -1), (-1, 0), (-1, -1)]
+#: The largest side whose board fits the 64-bit bitboards of the engine (T_10: 55 holes).
+MAX_SIDE = 10
 
 
 def holes(side: int) -> int:
@@ -102,9 +111,9 @@ def holes(side: int) -> int:
 
 
 class Params(_Params):
-    """side: holes on a side (4..12); start: the empty hole (1..T(side)); finish: `any`,
-    `start` or a hole number where the last peg must stand; question: `solve` or
-    `min_moves` or `reachable` (accepted as `objective`)."""
+    """side: holes on a side (4..10: boards of at most 64 holes); start: the empty hole
+    (1..T(side)); finish: `any`, `start` or a hole number where the last peg must stand;
+    question: `solve` or `min_moves` or `reachable` (accepted as `objective`)."""
 
     side: int
     start: int
@@ -116,8 +125,8 @@ class Params(_Params):
     @field_validator("side")
     @classmethod
     def _side(cls, side: int) -> int:
-        if not 4 <= side <= 12:
-            raise ValueError("side must lie in 4..12")
+        if not 4 <= side <= MAX_SIDE:
+            raise ValueError(f"side must lie in 4..{MAX_SIDE}")
         return side
 
     @field_validator("finish", mode="before")
@@ -218,245 +227,8 @@ def from_canonical(p: Params, solution: Solution) -> Solution:
     return jumps(solution)
 
 
-#: The largest side the layered search holds in 64-bit keys (T_8: 36 holes + 6 bits).
-LAYERED_SIDE = 8
-NONE = 63  # the `last` of a state whose moving peg cannot jump on (or of a start)
-
-
-class _Bitboard(NamedTuple):
-    """numpy rule tables of one board and symmetry group, for whole layers at once.
-
-    fot[r], fo[r]: the bits of jump r's from+over+to and from+over holes (uint64);
-    frm[r], to[r]: its from and to holes. over[d][h], beyond[d][h]: the bits of the hole
-    next to h and the one after it in direction d (0 when off the board); perms[g][h]:
-    symmetry g on holes, NONE fixed (uint8, 64 entries); maps[g][k][half]: the image
-    under g of the pegs in the k-th 16 bits of a board (uint64, 65536 entries)."""
-
-    fot: np.ndarray
-    fo: np.ndarray
-    frm: np.ndarray
-    to: np.ndarray
-    over: np.ndarray
-    beyond: np.ndarray
-    perms: np.ndarray
-    maps: np.ndarray
-
-
-@lru_cache(maxsize=32)
-def _bitboard(side: int, group: tuple[tuple[int, ...], ...]) -> _Bitboard:
-    """The tables for T_side (side <= 8: a board fits 36 bits) under `group`."""
-    size = holes(side)
-    if side > LAYERED_SIDE:
-        raise ValueError(f"side {side} is too large for the 64-bit layered search")
-    places, jumps = geometry(side)
-    index = {rc: i for i, rc in enumerate(places)}
-    bit = [np.uint64(1 << h) for h in range(size)]
-    over = np.zeros((6, 64), np.uint64)
-    beyond = np.zeros((6, 64), np.uint64)
-    for d, (dr, dc) in enumerate(DIRECTIONS):
-        for h, (r, c) in enumerate(places):
-            o, t = index.get((r + dr, c + dc)), index.get((r + 2 * dr, c + 2 * dc))
-            if t is not None:
-                over[d, h], beyond[d, h] = bit[o], bit[t]
-    perms = np.full((len(group), 64), NONE, np.uint8)
-    maps = np.zeros((len(group), (size + 15) // 16, 1 << 16), np.uint64)
-    values = np.arange(1 << 16, dtype=np.uint64)
-    for g, perm in enumerate(group):
-        perms[g, :size] = perm
-        for k in range((size + 15) // 16):
-            for b in range(16):
-                if 16 * k + b < size:
-                    maps[g, k] |= ((values >> np.uint64(b)) & np.uint64(1)) << np.uint64(
-                        perm[16 * k + b]
-                    )
-    return _Bitboard(
-        fot=np.array([(1 << f) | (1 << o) | (1 << t) for f, o, t in jumps], np.uint64),
-        fo=np.array([(1 << f) | (1 << o) for f, o, _ in jumps], np.uint64),
-        frm=np.array([f for f, _, _ in jumps], np.uint8),
-        to=np.array([t for _, _, t in jumps], np.uint8),
-        over=over,
-        beyond=beyond,
-        perms=perms,
-        maps=maps,
-    )
-
-
-def _keys(tb: _Bitboard, boards: np.ndarray, lasts: np.ndarray | None) -> np.ndarray:
-    """The canonical key of every state: the least, over the group, of the image of
-    board << 6 | last (or of the board alone when `lasts` is None), 16 bits at a time."""
-    parts = [
-        ((boards >> np.uint64(16 * k)) & np.uint64(0xFFFF)).astype(np.intp)
-        for k in range(tb.maps.shape[1])
-    ]
-    best = None
-    for g in range(len(tb.perms)):
-        key = tb.maps[g, 0][parts[0]]
-        for k in range(1, len(parts)):
-            key |= tb.maps[g, k][parts[k]]
-        if lasts is not None:
-            key = key << np.uint64(6) | tb.perms[g][lasts].astype(np.uint64)
-        best = key if best is None else np.minimum(best, key, out=best)
-    return best
-
-
-def _moving(tb: _Bitboard, boards: np.ndarray, last: int) -> np.ndarray:
-    """`last` where that peg can jump again on each board, else NONE (uint8): a peg that
-    cannot continue its move gives the state the future of a fresh start (fewer
-    states)."""
-    can = np.zeros(len(boards), bool)
-    for d in range(6):
-        o, t = tb.over[d][last], tb.beyond[d][last]
-        if t:
-            can |= (boards & o != 0) & (boards & t == 0)
-    return np.where(can, np.uint8(last), np.uint8(NONE))
-
-
-def _children(tb: _Bitboard, keys: np.ndarray, costs: np.ndarray, moves: bool, dominance: int):
-    """Every jump from every state of a layer: (canonical child keys, costs); with
-    `moves`, a key carries the last peg moved and a jump by another peg costs 1."""
-    boards = keys >> np.uint64(6) if moves else keys
-    parts, lasts, paid = [], [], []
-    moved = (keys & np.uint64(63)).astype(np.uint8) if moves else None
-    for r in range(len(tb.fot)):
-        hit = np.flatnonzero(boards & tb.fot[r] == tb.fo[r])
-        child = boards[hit] ^ tb.fot[r]
-        parts.append(child)
-        if moves:
-            lasts.append(_moving(tb, child, int(tb.to[r])))
-            paid.append(costs[hit] + (moved[hit] != tb.frm[r]))
-        else:
-            paid.append(costs[hit])
-    boards = np.concatenate(parts)
-    if not moves:  # exact duplicates first: half the children, canonicalised once
-        boards, paid = reduce(boards, np.concatenate(paid))
-        return _keys(tb, boards, None), paid
-    boards = boards << np.uint64(6) | np.concatenate(lasts).astype(np.uint64)
-    boards, paid = reduce(boards, np.concatenate(paid).astype(np.uint8), dominance, 1)
-    last = (boards & np.uint64(63)).astype(np.uint8)
-    return _keys(tb, boards >> np.uint64(6), last), paid
-
-
-def _corners(side: int) -> int:
-    """The bits of the three corner holes."""
-    return 1 | 1 << (holes(side) - side) | 1 << (holes(side) - 1)
-
-
-def _corner_bound(side: int, finish: int | None, moves: bool):
-    """A lower bound on the moves still needed: a peg in a corner can never be jumped
-    over, so each must move, except the last peg if it may end there; the peg that
-    just moved continues for free; and with two pegs or more and no peg able to go on
-    with its move, one move at least. Vectorised over keys (board << 6 | last)."""
-    corners = np.uint64(_corners(side))
-    free = 0 if finish is not None and not _corners(side) >> finish & 1 else 1
-    corner_bits = [np.uint64(b) for b in (0, holes(side) - side, holes(side) - 1)]
-
-    def bound(keys: np.ndarray) -> np.ndarray:
-        boards = keys >> np.uint64(6) if moves else keys
-        count = sum(((boards >> b) & np.uint64(1)).astype(np.int16) for b in corner_bits)
-        last = (keys & np.uint64(63)).astype(np.int64)
-        moving = (np.uint64(1) << last.astype(np.uint64)) & corners != 0
-        moving &= last != NONE
-        stopped = (last == NONE) & (np.bitwise_count(boards) > 1)  # a new move is due
-        return np.maximum(count - free - moving, stopped).astype(np.int16)
-
-    return bound
-
-
-def layered(
-    side: int,
-    starts: list[int],
-    finish: int | None,
-    question: str,
-    symmetry: bool = True,
-    dominance: bool = True,
-    beam: int | None = 5000,
-) -> LayeredProblem:
-    """The layered search for T_side from every 0-based hole in `starts` at once (layer
-    0 holds them all), the last peg on `finish` (0-based) or anywhere.
-
-    question: `min_moves` (a state is a board and the hole the last jump landed on, or
-    NONE when that peg cannot jump on; cost = moves), `solve` or `reachable` (a state is
-    a board). symmetry: identify states under the symmetries that fix the finish hole
-    (never for `reachable`, which counts exact positions). dominance: for `min_moves`,
-    keep per board only the states of least moves (one more move buys any last peg).
-    beam: the width of a first pass whose goal is the incumbent (for `solve`, the
-    answer); for `min_moves` the full pass then cuts states whose moves plus the corner
-    bound reach the incumbent; None: neither. Raises ValueError for side > 8.
-    The options exist to measure each improvement (benchmarks/peg_bench.py)."""
-    size = holes(side)
-    group = symmetries(side) if symmetry and question != "reachable" else symmetries(side)[:1]
-    group = tuple(g for g in group if finish is None or g[finish] == finish)
-    tb = _bitboard(side, group)
-    moves = question == "min_moves"
-    full = (1 << size) - 1
-    boards = np.array([full ^ (1 << s) for s in starts], np.uint64)
-    roots = _keys(tb, boards, np.full(len(starts), NONE, np.uint8) if moves else None)
-    _, jumps = geometry(side)
-
-    def is_goal(keys: np.ndarray) -> np.ndarray:
-        if finish is None:
-            return np.ones(len(keys), bool)
-        return (keys >> np.uint64(6) if moves else keys) == np.uint64(1 << finish)
-
-    def key(board: int, last: int) -> int:
-        b = np.array([board], np.uint64)
-        return int(_keys(tb, b, np.array([last], np.uint8) if moves else None)[0])
-
-    def parents(state):
-        board, last = state if moves else (state, NONE)
-        for f, o, t in jumps:
-            if not board >> t & 1 or board >> f & 1 or board >> o & 1:
-                continue
-            if moves and int(_moving(tb, np.array([board], np.uint64), t)[0]) != last:
-                continue
-            before = board ^ (1 << f | 1 << o | 1 << t)
-            if not moves:
-                yield (f, o, t), before, key(before, NONE), 0
-                continue
-            yield (f, o, t), (before, f), key(before, f), 0
-            for other in [NONE, *(h for h in range(size) if before >> h & 1 and h != f)]:
-                mover = other
-                if other != NONE:
-                    mover = int(_moving(tb, np.array([before], np.uint64), other)[0])
-                yield (f, o, t), (before, mover), key(before, mover), 1
-
-    return LayeredProblem(
-        roots=roots,
-        expand=lambda keys, costs: _children(tb, keys, costs, moves, 6 if dominance else 0),
-        depth=size - 2,
-        is_goal=is_goal,
-        parents=parents,
-        state_of=(lambda k: (k >> 6, k & 63)) if moves else (lambda k: k),
-        minimise=moves,
-        goal_objective=1.0,
-        all_goals=question == "reachable",
-        group_shift=6 if moves and dominance else 0,
-        lower_bound=_corner_bound(side, finish, moves) if moves and beam else None,
-        beam=beam if question != "reachable" else None,
-    )
-
-
-def _board_maps(perms: tuple[tuple[int, ...], ...], size: int) -> list[list[list[int]]]:
-    """Byte lookup tables: maps[g][chunk][byte] is the image of that byte's pegs under g."""
-    maps = []
-    for perm in perms:
-        chunks = []
-        for chunk in range((size + 7) // 8):
-            table = []
-            for byte in range(256):
-                image = 0
-                for bit in range(8):
-                    hole = chunk * 8 + bit
-                    if byte >> bit & 1 and hole < size:
-                        image |= 1 << perm[hole]
-                table.append(image)
-            chunks.append(table)
-        maps.append(chunks)
-    return maps
-
-
 @lru_cache(maxsize=16)
-def _ordered_jumps(side: int) -> tuple[Jump, ...]:
+def ordered_jumps(side: int) -> tuple[Jump, ...]:
     """The jump rules in the order the depth-first search tries them: first jumps that do
     not land in a corner, and among those jumps that start on the edge of the board
     (G. I. Bell's rule of thumb, "don't jump into a corner or out of the center",
@@ -472,63 +244,45 @@ def _ordered_jumps(side: int) -> tuple[Jump, ...]:
     return tuple(sorted(jumps, key=lambda j: (j[2] in corners, not edge(j[0]))))
 
 
-def deep_search(p: Params) -> SearchProblem:
-    """The search of boards beyond the layered one (side > LAYERED_SIDE), in Python
-    integers, as before issue 6: depth-first for `solve`,
-    uniform-cost over (board, last peg moved) after a dive for `min_moves`,
-    breadth-first for `reachable`; symmetric images share keys under the symmetries
-    that fix the finish hole. Also the `before` of benchmarks/peg_bench.py."""
-    size = holes(p.side)
-    jumps = _ordered_jumps(p.side)
-    target = p.finish_hole
-    perms = tuple(g for g in symmetries(p.side) if target is None or g[target] == target)
-    maps = _board_maps(perms, size)
-    chunks = range((size + 7) // 8)
-
-    def image(board: int, g: int) -> int:
-        return sum(maps[g][k][board >> (8 * k) & 255] for k in chunks)
-
-    def solved(board: int) -> bool:
-        return board.bit_count() == 1 and (target is None or board == 1 << target)
-
-    def legal(board: int):
-        for f, o, t in jumps:
-            if board >> f & 1 and board >> o & 1 and not board >> t & 1:
-                yield (f, o, t), board ^ (1 << f | 1 << o | 1 << t)
-
-    root = ((1 << size) - 1) ^ (1 << (p.start - 1))
-    if p.question == "reachable":  # exact positions, so the layer counts are exact
-        return SearchProblem(
-            root=root,
-            children=lambda board: ((j, b, 1) for j, b in legal(board)),
-            is_goal=solved,
-            layers=True,
-        )
-    if p.question == "solve":
-        return SearchProblem(
-            root=root,
-            children=lambda board: ((j, b, 0) for j, b in legal(board)),
-            is_goal=solved,
-            key=lambda board: min(image(board, g) for g in range(len(perms))),
-            goal_objective=1.0,
-        )
-    return SearchProblem(
-        root=(root, -1),
-        children=lambda s: ((j, (b, j[2]), 0 if j[0] == s[1] else 1) for j, b in legal(s[0])),
-        is_goal=lambda s: solved(s[0]),
-        key=lambda s: min(
-            (image(s[0], g), perms[g][s[1]] if s[1] >= 0 else -1) for g in range(len(perms))
-        ),
-        minimise=True,
+def problem(
+    side: int,
+    starts: list[int],
+    finish: int | None,
+    question: str,
+    memory: int = frontier.MEMORY,
+) -> LayeredProblem:
+    """The engine's problem for T_side from the 0-based holes `starts` (one empty hole
+    each; several for the all-starts question of A127500), the last peg on the 0-based
+    hole `finish` or anywhere (None), `question` solve | min_moves | reachable, keeping
+    at most `memory` bytes of states. The symmetries used are those of the triangle that
+    map the set of starts to itself and fix the finish hole (none for `reachable`, which
+    counts exact positions). Raises ValueError for side > MAX_SIDE."""
+    if side > MAX_SIDE:
+        raise ValueError(f"side {side} does not fit 64-bit boards (at most {MAX_SIDE})")
+    size = holes(side)
+    full = (1 << size) - 1
+    group = [
+        g
+        for g in symmetries(side)
+        if {g[s] for s in starts} == set(starts) and (finish is None or g[finish] == finish)
+    ]
+    if question == "reachable":
+        group = group[:1]
+    goals = range(size) if finish is None else [finish]
+    return LayeredProblem(
+        size=size,
+        rules=np.array(ordered_jumps(side), np.int64),
+        group=np.array(group, np.int64),
+        starts=tuple(full ^ (1 << s) for s in starts),
+        goals=tuple(1 << h for h in goals),
+        question=question,
+        memory=memory,
     )
 
 
-def search(p: Params) -> LayeredProblem | SearchProblem:
-    """The layered search for `p` from its start hole (see `layered`) for side <= 8;
-    beyond, the Python-integer search (`deep_search`)."""
-    if p.side > LAYERED_SIDE:
-        return deep_search(p)
-    return layered(p.side, [p.start - 1], p.finish_hole, p.question)
+def search(p: Params) -> LayeredProblem:
+    """The engine's problem for `p` (see `problem`), from its one start hole."""
+    return problem(p.side, [p.start - 1], p.finish_hole, p.question)
 
 
 def from_search(p: Params, raw) -> Solution:

@@ -245,10 +245,10 @@ def test_json_of_reachable_is_one_object():
 
 
 def fewest_over_all_starts(side: int, limit: float = 60) -> float:
-    """A127500's question in one layered search (every start in layer 0); the witness
-    is replayed by the verifier from its own start hole."""
+    """A127500's question in one search (every start a root, every one-peg position a
+    goal); the witness is replayed by the verifier from its own start hole."""
     starts = list(range(peg_solitaire.holes(side)))
-    result = frontier.solve(peg_solitaire.layered(side, starts, None, "min_moves"), Limits(limit))
+    result = frontier.solve(peg_solitaire.problem(side, starts, None, "min_moves"), Limits(limit))
     assert result.status == "optimal", result
     path = tuple(result.solution)
     p = make_params(
@@ -267,16 +267,19 @@ def test_fewest_moves_over_all_starts_matches_a127500():
 
 @pytest.mark.slow
 def test_t7_fewest_moves_matches_a127500():
-    # OEIS A127500, Bell (2008): T_7 -> 12 moves. About 500 s and 1.4 GB here.
+    # OEIS A127500, Bell (2008): T_7 -> 12 moves. About 15 s and 0.3 GB here (164 s and
+    # 1.3 GB before issue 13).
     assert fewest_over_all_starts(7, limit=1200) == 12
 
 
 @pytest.mark.slow
 def test_t7_corner_and_hole_5_have_no_solution():
-    # Found here, not a published value: the layered search with symmetry proves `solve`
-    # infeasible (10-20 s) and the exact enumeration without symmetry (`reachable`,
-    # 60-85 s) reaches no one-peg position; both share the jump tables and `_children`.
-    # The depth-first search of before issue 6 ran 600 s without an answer.
+    # G. I. Bell, "Solving Triangular Peg Solitaire", JIS 11 (2008) 08.4.8: the four
+    # position classes; from holes 1 and 5 of T_7 no one-peg position is in the start's
+    # class, so `solve` is infeasible at once, and the exact enumeration without
+    # symmetry (`reachable`) independently reaches no one-peg position. (Found here
+    # first by search, before the classes were used: the depth-first search of before
+    # issue 6 ran 600 s without an answer.)
     module = puzzles.get("peg_solitaire")
     for start in (1, 5):
         for question, status in (("solve", "infeasible"), ("reachable", "optimal")):

@@ -126,53 +126,72 @@ def test_a_crashing_search_is_an_error_result():
     assert result.status == "error" and "boom" in result.message
 
 
-# --- the layered frontier engine -----------------------------------------------------
-def bit_strings(depth: int = 4, target: int = 0b10110, **options) -> frontier.LayeredProblem:
-    """Layer j holds the bit strings of length j behind a leading 1 (the root, key 1);
-    appending a bit costs 1 when it differs from the last bit. The goal 1|0110 costs 3
-    (1→0, 0→1, 1→0), counted by hand; every string of length 4 is a goal for
-    `all_goals`."""
+# --- the bitboard frontier engine ----------------------------------------------------
+def line(start: int, goals: tuple[int, ...], question: str, cells: int = 5):
+    """Peg solitaire on a line of `cells` cells: a token jumps over a neighbour into the
+    empty cell beyond, either way; no symmetry used. Counted by hand."""
     import numpy as np
 
-    def expand(keys, costs):
-        last = keys & np.uint64(1)
-        zero, one = keys << np.uint64(1), keys << np.uint64(1) | np.uint64(1)
-        return (
-            np.concatenate([zero, one]),
-            np.concatenate([costs + (last != 0), costs + (last != 1)]).astype(np.uint8),
-        )
-
+    rules = [(i, i + 1, i + 2) for i in range(cells - 2)]
+    rules += [(i + 2, i + 1, i) for i in range(cells - 2)]
     return frontier.LayeredProblem(
-        roots=np.array([1], np.uint64),
-        expand=expand,
-        depth=depth,
-        is_goal=lambda keys: keys == target if target else np.ones(len(keys), bool),
-        parents=lambda s: [(s & 1, s >> 1, s >> 1, int((s & 1) != (s >> 1 & 1)))],
-        **options,
+        size=cells,
+        rules=np.array(rules),
+        group=np.array([list(range(cells))]),
+        starts=(start,),
+        goals=goals,
+        question=question,
     )
 
 
-def test_frontier_finds_the_cheapest_goal_and_its_path():
-    result = frontier.solve(bit_strings(), Limits(10))
-    assert (result.status, result.objective, result.bound) == ("optimal", 3.0, 3.0)
-    assert result.solution == [0, 1, 1, 0]
-    assert result.extra["states"] == [1, 2, 4, 8, 16] and result.nodes == 15
+SINGLES = tuple(1 << c for c in range(5))
 
 
-def test_frontier_beam_incumbent_then_proof():
-    # A beam of one keeps the cheapest string, all ones, which reaches no goal but the
-    # full pass does; with all goals wanted there is no beam pass.
-    result = frontier.solve(bit_strings(beam=1), Limits(10))
-    assert (result.status, result.objective, result.solution) == ("optimal", 3.0, [0, 1, 1, 0])
-    every = frontier.solve(bit_strings(target=0, all_goals=True), Limits(10))
-    assert every.objective == 16 and len(every.solution["goals"]) == 16
-    assert every.solution["layers"] == [1, 2, 4, 8, 16]
+def test_frontier_fewest_moves_counts_a_double_jump_once():
+    # Tokens on cells 0, 1, 3: 0 jumps to 2 and on to 4 (one move, one token left);
+    # the other way, 3 jumping back to 1, takes a second move.
+    result = frontier.solve(line(0b01011, SINGLES, "min_moves"), Limits(30))
+    assert (result.status, result.objective, result.bound) == ("optimal", 1.0, 1.0)
+    assert result.solution == [(0, 1, 2), (2, 3, 4)]
+    ends_on_1 = frontier.solve(line(0b01011, (1 << 1,), "min_moves"), Limits(30))
+    assert (ends_on_1.objective, ends_on_1.solution) == (2.0, [(0, 1, 2), (3, 2, 1)])
+
+
+def test_frontier_solve_and_reachable():
+    # From cells 0, 1, 3: after one jump 1 position, after two 2 (a token on 1 or on 4).
+    every = frontier.solve(line(0b01011, SINGLES, "reachable"), Limits(30))
+    assert (every.status, every.objective) == ("optimal", 2.0)
+    assert every.solution["layers"] == [1, 1, 2]
+    assert every.solution["goals"] == [
+        (1 << 1, [(0, 1, 2), (3, 2, 1)]),
+        (1 << 4, [(0, 1, 2), (2, 3, 4)]),
+    ]
+    found = frontier.solve(line(0b01011, (1 << 4,), "solve"), Limits(30))
+    assert (found.status, found.objective, found.solution) == (
+        "optimal",
+        1.0,
+        [(0, 1, 2), (2, 3, 4)],
+    )
+
+
+def test_frontier_proves_infeasible_by_class_and_by_search():
+    # The invariant weights of a line are (a, b, a + b) repeated; cells 0, 1, 3 have
+    # parities (0, 1) on the basis (1,0,1,1,0), (0,1,1,0,1) and cell 0 alone (1, 0).
+    assert frontier.invariants(line(1, SINGLES, "solve").rules, 5).tolist() == [0b01101, 0b10110]
+    by_class = frontier.solve(line(0b01011, (1 << 0,), "solve"), Limits(30))
+    assert by_class.status == "infeasible" and by_class.extra["position_class"]
+    # Tokens on 0 and 4 cannot move; cell 2 passes the class test, the search refutes it.
+    stuck = frontier.solve(line(0b10001, (1 << 2,), "solve"), Limits(30))
+    assert stuck.status == "infeasible" and "position_class" not in stuck.extra
+    assert frontier.solve(line(0b10001, (1 << 2,), "min_moves"), Limits(30)).status == (
+        "infeasible"
+    )
 
 
 def test_frontier_limits_report_a_bound():
-    stopped = frontier.solve(bit_strings(), Limits(10, node_limit=5))
-    assert (stopped.status, stopped.nodes) == ("node_limit", 5)
-    assert stopped.bound is not None and stopped.bound <= 3
-    endless = frontier.solve(bit_strings(depth=40, target=1 << 40), Limits(0.3))
-    assert endless.status == "time_limit" and endless.bound == 0.0
-    assert endless.seconds < 5.0
+    # A line of 40 cells, every other pair full: the search from both ends is long.
+    start = sum(3 << c for c in range(0, 38, 3))
+    stopped = frontier.solve(
+        line(start, tuple(1 << c for c in range(40)), "min_moves", 40), Limits(10, node_limit=5)
+    )
+    assert (stopped.status, stopped.nodes, stopped.bound) == ("node_limit", 5, 0.0)
