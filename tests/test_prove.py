@@ -111,7 +111,7 @@ def test_prove_on_a_local_cluster_resumes_and_rechecks(prefect_api, tmp_path):
             "SELECT solver, count(*), count(subproblem), count(certificate) FROM results "
             "GROUP BY 1 ORDER BY 1",
         )
-        parts = ("highs-split-part", 6, 6, 0)
+        parts = ("highs-split-part", 6, 6, 0)  # Proof's solver is highs unless told
         assert rows == [("highs", 1, 0, 0), ("highs-split", 1, 0, 1), parts]
 
         # A killed run lost three parts: the re-run (with the cutoff) solves those only.
