@@ -42,9 +42,16 @@ class Problem:
 
 
 #: Columns added after schema version 1 files were written (symmetry, issue 3; split
-#: proofs, issue 6, schema version 2): a file without them is still whole; its
-#: instance_key is then the hash of its own params.
-OPTIONAL_COLUMNS = ("params_key", "equivalent", "subproblem", "certificate")
+#: proofs, issue 6, schema version 2; counts of optima, issue 12, version 3): a file
+#: without them is still whole; its instance_key is then the hash of its own params.
+OPTIONAL_COLUMNS = (
+    "params_key",
+    "equivalent",
+    "subproblem",
+    "certificate",
+    "solutions",
+    "inequivalent",
+)
 
 
 def _expected(family: str) -> pa.Schema | None:
