@@ -147,9 +147,10 @@ def model(
     p: Params, *, start: bool = False, symmetry: bool = False, regions: bool = False
 ) -> MipModel:
     """The set-cover MIP of the module docstring; column s is square s. `start` hands
-    HiGHS the greedy cover of `greedy_start` (checked by `verify`), `symmetry` adds the
-    rows of `symmetry_rows`; both are off by default because neither made knights faster
-    (benchmarks/README.md): HiGHS's own symmetry detection serves better."""
+    the engine the greedy cover of `greedy_start` (checked by `verify`), `symmetry` adds
+    the rows of `symmetry_rows`, `regions` the rows of `region_cuts`; all are off by
+    default because none made knights faster (benchmarks/README.md): the engines' own
+    symmetry handling serves better."""
     m = MipModel([], [], [], [])
     m.add_columns(p.rows * p.cols, 1.0, 0.0, 1.0, True)
     for cover in coverers(p):

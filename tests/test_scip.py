@@ -165,3 +165,27 @@ def test_a_spec_resolves_auto_per_instance_and_asks_for_counts():
         '[study.grid]\nrows = [8, 14]\ncols = "=rows"\n'
     )
     assert [(job.solver, job.count) for job in sweep.jobs] == [("highs", True), ("scip", True)]
+
+
+@pytest.mark.slow
+def test_no_three_in_a_row_9x9_removes_39():
+    # OEIS A181018(9) = 42 stones kept on 9×9 with no 3 in a row (https://oeis.org/A181018;
+    # PUZZLES.md lists n = 1..8): 81 - 42 = 39 removed. Proven by SCIP in 10.1 s (auto
+    # table, benchmarks/README.md), by HiGHS in 39.1 s.
+    nok = puzzles.get("no_k_in_row")
+    p = nok.Params(dims=[9, 9], k=3)
+    assert nok.auto_solver(p) == "scip"
+    result = scip.solve(nok.model(p), Limits(600))
+    assert (result.status, result.objective, result.bound) == ("optimal", 39, 39)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", range(12, 18))
+def test_scip_proves_knights_12_to_17(n):
+    # OEIS A006075 (https://oeis.org/A006075): 24, 28, 32, 36, 40, 46 for n = 12..17;
+    # SCIP proved 14, 15, 16 in 7.9, 16.7 and 91.6 s (knights_bench.py, benchmarks/README.md).
+    a006075 = [24, 28, 32, 36, 40, 46]
+    from puzzlesweep.puzzles import domination
+
+    result = scip.solve(domination.model(domination.Params(rows=n, cols=n)), Limits(2400))
+    assert (result.status, result.objective, result.bound) == ("optimal",) + (a006075[n - 12],) * 2
