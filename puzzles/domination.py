@@ -25,6 +25,9 @@ attacked by a placed piece in the independent variant); for boards of at most 36
 Measured (issue 6, benchmarks/README.md): HiGHS with one thread proves knights n×n for
 n = 1..16 (A006075) in 494 s in all, 16×16 (40) in 281 s; its own symmetry detection
 (2 generators of the square's 8 symmetries) is on by default; nothing tried did better.
+Issue 12: SCIP proves 14..17 in 0.29-0.50 of HiGHS's time (17×17: 407 s, 15,244 nodes),
+so `auto_solver` picks it for knights from 14×14; `symmetries(p)` and
+`exhaustive_count(p)` serve the counts of optima (OEIS A006076).
 
 Roads not taken: symmetry-breaking rows (`symmetry_rows`: half-counts under the
 reflections, the diagonal under the transpose; measured no faster than HiGHS's own
@@ -33,9 +36,11 @@ detection on knights 12..14, kept behind `model(p, symmetry=True)`); starting fr
 to 9 but left 13 and 14 unchanged, and the proven optimum as a start cut 14×14 from
 5,577 nodes to 468 but made 13×13 need 253 instead of 5: too erratic to choose on);
 local cover cuts Σ_{s covers some t∈R} x_s >= γ(R) for 3×3 blocks, corner blocks and
-edge strips R (the LP bound stayed 21.42 on 12×12 and 28.92 on 14×14: the gap is global,
-not local); the piece's graph with blocking (sliding pieces stopped by other pieces),
-which the literature does not use.
+edge strips R by default (the LP bound stayed 21.42 on 12×12 and 28.92 on 14×14; in
+issue 12 the corner and border cuts of `region_cuts` cut 14×14's nodes to 3,440 from
+5,577 with HiGHS and to 248 from 841 with SCIP, kept behind `model(p, regions=True)`
+until more sizes are measured: benchmarks/README.md); the piece's graph with blocking
+(sliding pieces stopped by other pieces), which the literature does not use.
 """
 
 import math
