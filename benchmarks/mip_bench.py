@@ -44,12 +44,24 @@ def knights_variants(n: int):
     p = make_params(domination.Params, {"piece": "knight", "rows": n, "cols": n})
     build = domination.model
     return [
-        ("plain", domination, p, lambda: build(p), BOTH),
-        ("no HiGHS symmetry", domination, p, lambda: _with(build(p), NO_SYMMETRY), ("highs",)),
-        ("no SCIP symmetry", domination, p, lambda: _scip(build(p), NO_SCIP_SYMMETRY), ("scip",)),
-        ("symmetry rows", domination, p, lambda: build(p, symmetry=True), BOTH),
+        ("plain", domination, p, lambda: build(p, regions=False), BOTH),
+        (
+            "no HiGHS symmetry",
+            domination,
+            p,
+            lambda: _with(build(p, regions=False), NO_SYMMETRY),
+            ("highs",),
+        ),
+        (
+            "no SCIP symmetry",
+            domination,
+            p,
+            lambda: _scip(build(p, regions=False), NO_SCIP_SYMMETRY),
+            ("scip",),
+        ),
+        ("symmetry rows", domination, p, lambda: build(p, symmetry=True, regions=False), BOTH),
         ("region cuts", domination, p, lambda: build(p, regions=True), BOTH),
-        ("greedy start", domination, p, lambda: build(p, start=True), BOTH),
+        ("greedy start", domination, p, lambda: build(p, start=True, regions=False), BOTH),
         ("optimal start", domination, p, None, BOTH),  # filled from the plain run
     ]
 
@@ -202,7 +214,7 @@ def run(name: str, variants, cap: float, log, engines=BOTH, only=None) -> None:
                 known = plain.get(engine)
                 if known is None or known.status != "optimal":
                     continue
-                model = family.model(params)
+                model = family.model(params, regions=False)
                 model.start = known.solution
             else:
                 model = build()

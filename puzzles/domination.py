@@ -149,13 +149,18 @@ def coverers(p: Params) -> list[list[int]]:
 
 
 def model(
-    p: Params, *, start: bool = False, symmetry: bool = False, regions: bool = False
+    p: Params, *, start: bool = False, symmetry: bool = False, regions: bool | None = None
 ) -> MipModel:
     """The set-cover MIP of the module docstring; column s is square s. `start` hands
     the engine the greedy cover of `greedy_start` (checked by `verify`), `symmetry` adds
-    the rows of `symmetry_rows`, `regions` the rows of `region_cuts`; all are off by
-    default because none made knights faster (benchmarks/README.md): the engines' own
-    symmetry handling serves better."""
+    the rows of `symmetry_rows`, `regions` the rows of `region_cuts`. Start and symmetry
+    rows are off by default because neither made knights faster (benchmarks/README.md);
+    region cuts (`regions=None`) are on for knights dominating boards of at least
+    REGION_MIN_SQUARES squares, where they cut SCIP's nodes on 14×14 and 15×15 and
+    HiGHS's on 14×14 (measured: benchmarks/README.md), off elsewhere."""
+    if regions is None:
+        big = p.rows * p.cols >= REGION_MIN_SQUARES
+        regions = big and p.piece == "knight" and p.variant == "dominating"
     m = MipModel([], [], [], [])
     m.add_columns(p.rows * p.cols, 1.0, 0.0, 1.0, True)
     for cover in coverers(p):
@@ -184,6 +189,8 @@ def model(
 #: Region cuts: corner blocks a×a for a in REGION_CORNERS, and the border strips of
 #: these depths along each side (full length).
 REGION_CORNERS, REGION_DEPTHS = (3, 4, 5, 6), (1, 2, 3)
+#: The board size from which `model` adds the region cuts by default (14×14).
+REGION_MIN_SQUARES = 196
 
 
 def regions(p: Params) -> list[list[int]]:

@@ -189,3 +189,16 @@ def test_scip_proves_knights_12_to_17(n):
 
     result = scip.solve(domination.model(domination.Params(rows=n, cols=n)), Limits(2400))
     assert (result.status, result.objective, result.bound) == ("optimal",) + (a006075[n - 12],) * 2
+
+
+def test_region_cuts_keep_every_optimal_cover():
+    from puzzlesweep.puzzles import domination
+
+    # On by default from 14×14 for knights: 196 cover rows and 28 region rows.
+    assert domination.model(domination.Params(rows=14, cols=14)).num_rows == 196 + 28
+    assert domination.model(domination.Params(rows=13, cols=13)).num_rows == 169
+    # Valid cuts remove no solution: with them, 6×6 still has A006076's 23 classes
+    # of 127 optimal covers of 8 knights (OEIS A006075(6) = 8).
+    p = domination.Params(rows=6, cols=6)
+    found = scip.count(domination.model(p, regions=True), 8, domination.symmetries(p))
+    assert (found.solutions, found.inequivalent) == (127, 23)
