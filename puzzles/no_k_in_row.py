@@ -1,9 +1,10 @@
 """No k in a row: remove the fewest stones from a full box so no k remain in a line.
 
 Source: seed `001_0301460f94071f88.txt` (k = 5: 6×7 → 8, 13×17 → 44 with 556 windows,
-6×7×6 with 524 windows open between 54 and 64; here 55..63, the 63 found by `make demo`
-and kept in tests/test_families.py); for k = 3 on n×n boards, OEIS A181018 gives the
-most stones kept.
+6×7×6 with 524 windows open between 54 and 64; here 56..63, the 63 found by `make demo`
+and kept in tests/test_families.py, the 56 SCIP's dual bound after 120 s, issue 12,
+benchmarks/README.md); for k = 3 on n×n boards, OEIS A181018 gives the most stones kept
+(9×9: 42 kept, 39 removed, proven by SCIP in a slow test).
 
 Vocabulary (cells row-major, 0-based):
 - box: dimensions (d_1, ..., d_D); every cell starts with a stone.
