@@ -111,9 +111,9 @@ def solve(model: MipModel, limits: Limits) -> SolverResult:
     Returns status optimal | infeasible | time_limit | node_limit | error, the incumbent's
     objective and its column values (list of n floats), the dual bound, the gap, the
     branch-and-bound node count (all runs, restarts included) and the wall-clock seconds
-    (building the SCIP model included). `extra["start_used"]`: whether `model.start` was
-    feasible and stored as an incumbent (absent without a start). An option SCIP refuses
-    gives status error with a message naming it.
+    (building the SCIP model included). `extra["start_used"]`: whether `model.start` had
+    n values, was feasible and was stored as an incumbent (absent without a start). An
+    option SCIP refuses gives status error with a message naming it.
     """
     started = time.perf_counter()
     try:
@@ -121,7 +121,9 @@ def solve(model: MipModel, limits: Limits) -> SolverResult:
     except ValueError as exc:
         return SolverResult("error", message=str(exc), solver="scip", solver_version=VERSION)
     extra = {}
-    if model.start is not None:
+    if model.start is not None and len(model.start) != model.num_cols:
+        extra["start_used"] = False  # a start of the wrong length is no incumbent
+    elif model.start is not None:
         sol = m.createSol()
         for x, value in zip(xs, model.start, strict=True):
             m.setSolVal(sol, x, float(value))

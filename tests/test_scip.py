@@ -67,6 +67,8 @@ def test_a_refused_start_is_reported_unused():
     m.start = [1.0, 1.0, 1.0]  # breaks 3a + 4b + 2c <= 8
     result = scip.solve(m, Limits(10))
     assert result.extra == {"start_used": False} and result.objective == -9
+    m.start = [1.0]  # the wrong length: refused, not raised
+    assert scip.solve(m, Limits(10)).extra == {"start_used": False}
 
 
 def knights(n: int) -> Instance:
