@@ -3,9 +3,11 @@ the production path (`puzzlesweep solve domination piece=knight rows=n cols=n`).
 
     .venv/bin/python benchmarks/knights_bench.py                       # n = 1..20, 600 s each
     .venv/bin/python benchmarks/knights_bench.py --n 17..18 --time-limit 400 --json out.jsonl
+    .venv/bin/python benchmarks/knights_bench.py --n 14..17 --solver scip,highs
 
-Each n is solved by `solve.solve_instance` (the family's model, HiGHS with one thread,
-the family's verifier) under `--time-limit` seconds; the script prints per n the status,
+Each n is solved by `solve.solve_instance` (the family's model, one thread, the family's
+verifier) with each engine of `--solver` in turn (highs, scip or auto; default highs,scip)
+under `--time-limit` seconds; the script prints per n and engine the status,
 the objective, the dual bound, the nodes, the seconds, and whether the value equals
 A006075 (1, 4, 4, 4, 5, 8, 10, 12, 14, 16, 21, 24, 28, 32, 36, 40, 46, 52, 57, 62 for
 n = 1..20, https://oeis.org/A006075), then the total time. `--json FILE` appends one
@@ -36,17 +38,22 @@ def sizes(text: str) -> list[int]:
     return chosen
 
 
-def prove(n: int, time_limit: float) -> dict:
-    """One n: the catalog row's numbers for the n×n knights instance, plus `expected`."""
+def prove(n: int, time_limit: float, solver: str = "highs") -> dict:
+    """One n with one solver: the catalog row's numbers for the n×n knights instance,
+    plus `expected`."""
     params = make_params(domination.Params, {"piece": "knight", "rows": n, "cols": n})
-    row = solve_instance(Instance("domination", params), "highs", Limits(time_limit))
+    cpu = time.process_time()
+    row = solve_instance(Instance("domination", params), solver, Limits(time_limit))
+    cpu = time.process_time() - cpu  # below the wall clock when the machine is shared
     return {
         "n": n,
+        "solver": row["solver"],
         "status": row["status"],
         "objective": row["objective"],
         "bound": row["bound"],
         "nodes": row["nodes"],
         "seconds": round(row["solve_seconds"], 2),
+        "cpu_seconds": round(cpu, 2),
         "verified": row["verified"],
         "expected": A006075[n - 1],
     }
@@ -58,17 +65,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n", default="1..20", help="sizes, e.g. 1..20 or 16")
     parser.add_argument("--time-limit", type=float, default=600.0, help="seconds per n")
     parser.add_argument("--json", help="append one JSON object per n to this file")
+    parser.add_argument("--solver", default="highs,scip", help="engines in turn per n")
     args = parser.parse_args(argv)
-    print(f"{'n':>3} {'status':>10} {'obj':>5} {'bound':>5} {'A006075':>7} {'nodes':>8} {'s':>8}")
+    print(
+        f"{'n':>3} {'solver':>6} {'status':>10} {'obj':>5} {'bound':>5} {'A006075':>7} "
+        f"{'nodes':>8} {'s':>8} {'cpu s':>8}"
+    )
     total, started = 0.0, time.perf_counter()
-    for n in sizes(args.n):
-        result = prove(n, args.time_limit)
+    for n, solver in [(n, s) for n in sizes(args.n) for s in args.solver.split(",")]:
+        result = prove(n, args.time_limit, solver)
         total += result["seconds"]
         fmt = lambda v: "-" if v is None else f"{v:g}"  # noqa: E731
         print(
-            f"{n:>3} {result['status']:>10} {fmt(result['objective']):>5} "
+            f"{n:>3} {result['solver']:>6} {result['status']:>10} {fmt(result['objective']):>5} "
             f"{fmt(result['bound']):>5} {result['expected']:>7} {result['nodes']:>8} "
-            f"{result['seconds']:>8.2f}",
+            f"{result['seconds']:>8.2f} {result['cpu_seconds']:>8.1f}",
             flush=True,
         )
         if result["objective"] is not None and result["bound"] is not None:

@@ -32,51 +32,156 @@ import time
 
 from puzzlesweep.core import make_params
 from puzzlesweep.puzzles import domination, monochromatic_lines, no_k_in_row
-from puzzlesweep.solvers import Limits, highs
+from puzzlesweep.solvers import Limits, highs, scip
 
 NO_SYMMETRY = {"mip_detect_symmetry": False}
+NO_SCIP_SYMMETRY = {"misc/usesymmetry": 0}
+ENGINES = {"highs": highs, "scip": scip}
 
 
 def knights_variants(n: int):
-    """(label, family module, params, model builder) for the n×n knights instance."""
+    """(label, family module, params, model builder, engines) for the n×n knights."""
     p = make_params(domination.Params, {"piece": "knight", "rows": n, "cols": n})
     build = domination.model
     return [
-        ("plain", domination, p, lambda: build(p)),
-        ("no HiGHS symmetry", domination, p, lambda: _with(build(p), NO_SYMMETRY)),
-        ("symmetry rows", domination, p, lambda: build(p, symmetry=True)),
-        ("greedy start", domination, p, lambda: build(p, start=True)),
-        ("optimal start", domination, p, None),  # filled from the plain run
+        ("plain", domination, p, lambda: build(p, regions=False), BOTH),
+        (
+            "no HiGHS symmetry",
+            domination,
+            p,
+            lambda: _with(build(p, regions=False), NO_SYMMETRY),
+            ("highs",),
+        ),
+        (
+            "no SCIP symmetry",
+            domination,
+            p,
+            lambda: _scip(build(p, regions=False), NO_SCIP_SYMMETRY),
+            ("scip",),
+        ),
+        ("symmetry rows", domination, p, lambda: build(p, symmetry=True, regions=False), BOTH),
+        ("region cuts", domination, p, lambda: build(p, regions=True), BOTH),
+        ("greedy start", domination, p, lambda: build(p, start=True, regions=False), BOTH),
+        ("optimal start", domination, p, None, BOTH),  # filled from the plain run
     ]
 
 
 def nok_variants(dims: list[int], k: int):
-    """(label, family module, params, model builder) for no-k-in-a-row on `dims`."""
+    """(label, family module, params, model builder, engines) for no-k-in-a-row."""
     p = make_params(no_k_in_row.Params, {"dims": dims, "k": k})
     build = no_k_in_row.model
+    moves = no_k_in_row.SEARCH_MOVES
     return [
-        ("plain", no_k_in_row, p, lambda: build(p, start=False)),
-        ("no HiGHS symmetry", no_k_in_row, p, lambda: _with(build(p, start=False), NO_SYMMETRY)),
-        ("symmetry rows", no_k_in_row, p, lambda: build(p, start=False, symmetry=True)),
-        ("periodic start", no_k_in_row, p, lambda: build(p)),
-        ("searched start", no_k_in_row, p, lambda: build(p, moves=no_k_in_row.SEARCH_MOVES)),
         (
-            "searched start + sym rows",
+            "plain (no cuts, no start)",
             no_k_in_row,
             p,
-            lambda: build(p, moves=no_k_in_row.SEARCH_MOVES, symmetry=True),
+            lambda: build(p, start=False, cuts=False),
+            BOTH,
         ),
+        ("sub-box cuts", no_k_in_row, p, lambda: build(p, start=False), BOTH),
+        (
+            "cuts, no SCIP symmetry",
+            no_k_in_row,
+            p,
+            lambda: _scip(build(p, start=False), NO_SCIP_SYMMETRY),
+            ("scip",),
+        ),
+        (
+            "cuts + symmetry rows",
+            no_k_in_row,
+            p,
+            lambda: build(p, start=False, symmetry=True),
+            BOTH,
+        ),
+        ("cuts + periodic start", no_k_in_row, p, lambda: build(p), BOTH),
+        ("cuts + searched start", no_k_in_row, p, lambda: build(p, moves=moves), BOTH),
     ]
 
 
 def lines_variants():
-    """(label, family module, params, model builder) for the seed cube 3^3, 14/13 balls."""
+    """(label, family module, params, model builder, engines) for the seed cube 3^3."""
     p = make_params(monochromatic_lines.Params, {"n": 3, "d": 3, "counts": [14, 13]})
     build = monochromatic_lines.model
     return [
-        ("plain", monochromatic_lines, p, lambda: build(p)),
-        ("no HiGHS symmetry", monochromatic_lines, p, lambda: _with(build(p), NO_SYMMETRY)),
+        ("plain", monochromatic_lines, p, lambda: build(p), BOTH),
+        (
+            "no HiGHS symmetry",
+            monochromatic_lines,
+            p,
+            lambda: _with(build(p), NO_SYMMETRY),
+            ("highs",),
+        ),
+        (
+            "no SCIP symmetry",
+            monochromatic_lines,
+            p,
+            lambda: _scip(build(p), NO_SCIP_SYMMETRY),
+            ("scip",),
+        ),
     ]
+
+
+#: The instances of the `auto` table: the production model of each, both engines.
+AUTO_INSTANCES = [
+    *[("domination", {"piece": "knight", "rows": n, "cols": n}) for n in (6, 8, 10, 11, 12, 13)],
+    ("domination", {"piece": "knight", "rows": 8, "cols": 13}),
+    *[("domination", {"piece": "queen", "rows": n, "cols": n}) for n in (6, 8, 10)],
+    ("domination", {"piece": "king", "rows": 12, "cols": 12}),
+    ("domination", {"piece": "bishop", "rows": 10, "cols": 10}),
+    ("domination", {"piece": "knight", "rows": 10, "cols": 10, "variant": "total"}),
+    ("domination", {"piece": "knight", "rows": 10, "cols": 10, "variant": "independent"}),
+    *[("no_k_in_row", {"dims": [n, n], "k": 3}) for n in (5, 6, 7, 8, 9)],
+    ("no_k_in_row", {"dims": [6, 7], "k": 5}),
+    ("no_k_in_row", {"dims": [13, 17], "k": 5}),
+    ("no_k_in_row", {"dims": [5, 5, 5], "k": 5}),
+    ("no_k_in_row", {"dims": [4, 4, 4], "k": 3}),
+    ("monochromatic_lines", {"n": 3, "d": 2, "counts": [5, 4]}),
+    ("monochromatic_lines", {"n": 3, "d": 3, "counts": [14, 13]}),
+    ("monochromatic_lines", {"n": 4, "d": 2, "counts": [8, 8]}),
+    ("monochromatic_lines", {"n": 4, "d": 3, "counts": [32, 32]}),
+    ("monochromatic_lines", {"n": 3, "d": 3, "counts": [9, 9, 9]}),
+]
+
+
+def auto_table(cap: float, log) -> None:
+    """Solve every AUTO_INSTANCES entry's production model with both engines in turn and
+    print the faster (the one proven, else the better bound) beside `auto`'s choice."""
+    from puzzlesweep import puzzles
+
+    print(f"\nauto table (cap {cap:g} s): production models, one thread each")
+    print(f"  {'instance':<44} {'highs':>16} {'scip':>16}  faster  auto")
+    for name, raw in AUTO_INSTANCES:
+        family = puzzles.get(name)
+        p = family.canonical(make_params(family.Params, raw))
+        results = {e: ENGINES[e].solve(family.model(p), Limits(cap)) for e in ENGINES}
+        num = lambda v: "-" if v is None else f"{v:g}"  # noqa: E731
+        show = {
+            e: f"{r.status[:3]} {num(r.objective)}/{num(r.bound)} {r.seconds:.2f}s"
+            for e, r in results.items()
+        }
+        faster = min(ENGINES, key=lambda e, r=results: _rank(r[e]))
+        label = f"{name} " + " ".join(f"{k}={v}" for k, v in raw.items())
+        print(
+            f"  {label:<44} {show['highs']:>16} {show['scip']:>16}  {faster:>6}  "
+            f"{family.auto_solver(p)}",
+            flush=True,
+        )
+        if log:
+            for e, r in results.items():
+                record = {"instance": label, "engine": e, "cap": cap, "status": r.status}
+                record.update(objective=r.objective, bound=r.bound, nodes=r.nodes)
+                record.update(seconds=round(r.seconds, 2), auto=family.auto_solver(p))
+                with open(log, "a") as out:
+                    out.write(json.dumps(record) + "\n")
+
+
+BOTH = ("highs", "scip")
+
+
+def _rank(result) -> tuple:
+    """Sort key of a result, best first: proven, then the higher bound, then faster."""
+    return (result.status != "optimal", -(result.bound or 0), result.seconds)
 
 
 def _with(model: highs.MipModel, options: dict) -> highs.MipModel:
@@ -84,73 +189,104 @@ def _with(model: highs.MipModel, options: dict) -> highs.MipModel:
     return model
 
 
-def run(name: str, variants, cap: float, log) -> None:
-    """Solve every variant of one instance, print one line each, append JSON to `log`."""
+def _scip(model: highs.MipModel, options: dict) -> highs.MipModel:
+    model.scip_options.update(options)
+    return model
+
+
+def run(name: str, variants, cap: float, log, engines=BOTH, only=None) -> None:
+    """Solve every variant of one instance with each of `engines` it applies to (only
+    the variants whose label starts with one of `only`, when given), print one line
+    each, append JSON to `log`."""
+    if only:
+        keep = lambda v: v[0].startswith("plain") or any(v[0].startswith(o) for o in only)  # noqa: E731
+        variants = [v for v in variants if keep(v)]
     print(f"\n{name} (cap {cap:g} s)")
     print(
-        f"  {'variant':<24} {'build s':>7} {'status':>10} {'obj':>5} {'bound':>5} "
-        f"{'nodes':>7} {'solve s':>8} {'× plain':>7}"
+        f"  {'variant':<28} {'engine':>6} {'build s':>7} {'status':>10} {'obj':>5} "
+        f"{'bound':>7} {'nodes':>7} {'solve s':>8} {'cpu s':>7} {'× plain HiGHS':>13}"
     )
-    plain = None
-    for label, family, params, build in variants:
-        started = time.perf_counter()
-        if build is None:  # the optimal start: plain, started from plain's optimum
-            if plain is None or plain.status != "optimal":
-                continue
-            model = family.model(params)
-            model.start = plain.solution
-        else:
-            model = build()
-        built = time.perf_counter() - started
-        result = highs.solve(model, Limits(cap))
-        if result.solution is not None:  # every incumbent is checked by the family
-            assert family.verify(params, family.from_mip(params, result.solution)) == round(
-                result.objective
+    plain: dict = {}
+    for label, family, params, build, applies in variants:
+        for engine in [e for e in engines if e in applies]:
+            started = time.perf_counter()
+            if build is None:  # the optimal start: plain, started from plain's optimum
+                known = plain.get(engine)
+                if known is None or known.status != "optimal":
+                    continue
+                model = family.model(params, regions=False)
+                model.start = known.solution
+            else:
+                model = build()
+            built = time.perf_counter() - started
+            cpu = time.process_time()
+            result = ENGINES[engine].solve(model, Limits(cap))
+            cpu = time.process_time() - cpu  # below the wall clock when the machine is shared
+            if result.solution is not None:  # every incumbent is checked by the family
+                assert family.verify(params, family.from_mip(params, result.solution)) == round(
+                    result.objective
+                )
+            plain.setdefault(engine, result)
+            reference = plain.get("highs")
+            ratio = (
+                result.seconds / reference.seconds
+                if reference and result.status == reference.status == "optimal"
+                else None
             )
-        plain = plain or result
-        ratio = (
-            result.seconds / plain.seconds if result.status == plain.status == "optimal" else None
-        )
-        fmt = lambda v, f="g": "-" if v is None else format(v, f)  # noqa: E731
-        print(
-            f"  {label:<24} {built:>7.2f} {result.status:>10} {fmt(result.objective):>5} "
-            f"{fmt(result.bound):>5} {result.nodes:>7} {result.seconds:>8.2f} "
-            f"{fmt(ratio, '.2f'):>7}",
-            flush=True,
-        )
-        if log:
-            record = {
-                "instance": name,
-                "variant": label,
-                "cap": cap,
-                "build_seconds": round(built, 2),
-                "status": result.status,
-                "objective": result.objective,
-                "bound": result.bound,
-                "nodes": result.nodes,
-                "seconds": round(result.seconds, 2),
-            }
-            with open(log, "a") as out:
-                out.write(json.dumps(record) + "\n")
+            fmt = lambda v, f="g": "-" if v is None else format(v, f)  # noqa: E731
+            print(
+                f"  {label:<28} {engine:>6} {built:>7.2f} {result.status:>10} "
+                f"{fmt(result.objective):>5} {fmt(result.bound):>7} {result.nodes:>7} "
+                f"{result.seconds:>8.2f} {cpu:>7.1f} {fmt(ratio, '.2f'):>13}",
+                flush=True,
+            )
+            if log:
+                record = {
+                    "instance": name,
+                    "variant": label,
+                    "engine": engine,
+                    "cap": cap,
+                    "build_seconds": round(built, 2),
+                    "status": result.status,
+                    "objective": result.objective,
+                    "bound": result.bound,
+                    "nodes": result.nodes,
+                    "seconds": round(result.seconds, 2),
+                    "cpu_seconds": round(cpu, 2),
+                }
+                with open(log, "a") as out:
+                    out.write(json.dumps(record) + "\n")
 
 
 def main(argv: list[str] | None = None) -> None:
     """Parse the arguments and run the chosen instances."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", default="knights,nok,lines", help="knights, nok, lines")
+    parser.add_argument("--only", default="knights,nok,lines", help="knights, nok, lines, auto")
+    parser.add_argument("--engines", default="highs,scip", help="highs, scip")
+    parser.add_argument("--dims", default="6,7,6", help="no-k-in-a-row box, e.g. 6,7,6")
+    parser.add_argument("--k", type=int, default=5, help="no-k-in-a-row run length")
+    parser.add_argument("--variants", help="only these variants (label prefixes, comma-separated)")
     parser.add_argument("--knights", default="12..14", help="board sizes, e.g. 12..16")
     parser.add_argument("--cap", type=float, default=None, help="seconds per solve")
     parser.add_argument("--json", help="append one JSON object per solve to this file")
     args = parser.parse_args(argv)
     chosen = args.only.split(",")
+    engines = tuple(args.engines.split(","))
+    only = args.variants.split(",") if args.variants else None
     if "knights" in chosen:
         low, _, high = args.knights.partition("..")
         for n in range(int(low), int(high or low) + 1):
-            run(f"knights {n}×{n}", knights_variants(n), args.cap or 300, args.json)
+            run(f"knights {n}×{n}", knights_variants(n), args.cap or 300, args.json, engines, only)
     if "nok" in chosen:
-        run("no-5-in-a-row 6×7×6", nok_variants([6, 7, 6], 5), args.cap or 60, args.json)
+        dims = [int(d) for d in args.dims.split(",")]
+        name = f"no-{args.k}-in-a-row {'×'.join(map(str, dims))}"
+        run(name, nok_variants(dims, args.k), args.cap or 60, args.json, engines, only)
     if "lines" in chosen:
-        run("monochromatic lines 3^3 (14, 13)", lines_variants(), args.cap or 60, args.json)
+        run(
+            "monochromatic lines 3^3 (14, 13)", lines_variants(), args.cap or 60, args.json, engines
+        )
+    if "auto" in chosen:
+        auto_table(args.cap or 60, args.json)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 #: Bump when a column changes meaning or type; readers see it in every row.
-SCHEMA_VERSION = 3  # 3: Delta Lake tables; 2: subproblem, certificate; 1: first
+SCHEMA_VERSION = 4  # 4: Delta Lake tables; 3: solution counts; 2: subproblem, certificate
 
 COMMON_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("run_id", pa.string()),
@@ -50,6 +50,10 @@ COMMON_COLUMNS: list[tuple[str, pa.DataType]] = [
     # The combined row of a split proof: JSON listing every part with its status and
     # lower limit (flows/prove.py); null on every other row.
     ("certificate", pa.string()),
+    # `solve --count` or a study's `count = true` (issue 12): how many optimal solutions
+    # the instance has, and how many up to the board's symmetries; null when not counted.
+    ("solutions", pa.int64()),
+    ("inequivalent", pa.int64()),
 ]
 COMMON_NAMES = {name for name, _ in COMMON_COLUMNS}
 STATUSES = ("optimal", "feasible", "infeasible", "time_limit", "node_limit", "error")

@@ -62,6 +62,7 @@ class Batch:
     limits: Limits
     params_json: str
     number: int = 0  # its place in the run: names its commit, so a retry writes nothing twice
+    count: bool = False  # also count each optimum's solutions (the study's `count`)
 
     @classmethod
     def of(
@@ -73,9 +74,11 @@ class Batch:
         limits: Limits,
         params: Iterable[dict],
         number: int = 0,
+        count: bool = False,
     ) -> "Batch":
         """The batch of `params` (dicts of JSON values), number `number` of its run."""
-        return cls(run_id, sweep, family, solver, limits, json.dumps(list(params)), number)
+        text = json.dumps(list(params))
+        return cls(run_id, sweep, family, solver, limits, text, number, count)
 
     @cached_property
     def params(self) -> tuple[dict, ...]:
@@ -102,7 +105,7 @@ class Planner:
         self.workers = max(1, workers)
         groups: dict[tuple, dict[str, list[Job]]] = {}
         for job in jobs:
-            key = (job.instance.family, job.solver, job.limits)
+            key = (job.instance.family, job.solver, job.limits, job.count)
             groups.setdefault(key, {}).setdefault(job.instance.key, []).append(job)
         order = sorted(groups, key=lambda key: -key[2].time_limit)
         # classes in instance_key order, a fixed pseudo-random shuffle: a spec lists its
@@ -152,9 +155,11 @@ class Planner:
         while classes and len(chunk) + len(classes[0]) <= size:
             chunk.extend(classes.popleft())
         self.left[chosen] -= len(chunk)
-        family, solver, limits = chosen
+        family, solver, limits, count = chosen
         params = (job.instance.params.model_dump() for job in chunk)
-        batch = Batch.of(self.run_id, self.sweep, family, solver, limits, params, self.planned)
+        batch = Batch.of(
+            self.run_id, self.sweep, family, solver, limits, params, self.planned, count
+        )
         self.planned += 1
         return batch
 
@@ -172,7 +177,7 @@ class Planner:
     def record(self, batch: Batch, seconds: float | None) -> None:
         """Learn that `batch` took `seconds` of wall time in its worker (None: it failed,
         which only ends its probe)."""
-        group = (batch.family, batch.solver, batch.limits)
+        group = (batch.family, batch.solver, batch.limits, batch.count)
         if self.size is None and group not in self.measured:  # then it was a probe
             self.probing[group] -= 1
         if seconds is not None:

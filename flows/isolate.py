@@ -25,7 +25,8 @@ puzzlesweep.flows.isolate`) and the worker only waits:
   `error` row.
 
 Protocol: one JSON object per line each way. Request: {"family", "params", "solver",
-"time_limit", "node_limit"}; reply: the row of `solve_instance` with datetimes as ISO text.
+"time_limit", "node_limit", "count" (optional, false by default)}; reply: the row of
+`solve_instance` with datetimes as ISO text.
 The child dies with its parent (PR_SET_PDEATHSIG), so a SIGKILLed worker leaves nothing.
 
 Roads not taken: a `multiprocessing` pool (Dask worker processes are daemonic and may not
@@ -285,7 +286,7 @@ def serve(memory_limit: int | None) -> None:
         family = puzzles.get(request["family"])
         instance = Instance(request["family"], make_params(family.Params, request["params"]))
         limits = Limits(request["time_limit"], request["node_limit"])
-        row = solve_instance(instance, request["solver"], limits)
+        row = solve_instance(instance, request["solver"], limits, request.get("count", False))
         if memory_limit is not None and (row["error"] or "").startswith("MemoryError"):
             row["error"] = f"memory limit {mib(memory_limit)} exceeded: {row['error']}"
         out.write(json.dumps(row, default=_iso) + "\n")

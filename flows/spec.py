@@ -4,9 +4,10 @@
 name = "knights-small"
 [[study]]
 family = "domination"
-solver = "highs"          # optional: the family's default solver
+solver = "auto"           # optional: the family's default (auto: highs or scip by size)
 time_limit = 60           # seconds per instance
 node_limit = 100000       # optional
+count = true              # optional: also count the optimal solutions (MIP families)
 [study.grid]
 piece = ["knight"]
 rows = "1..12"            # inclusive integer range
@@ -42,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from puzzlesweep import puzzles
 from puzzlesweep.core import BadInput, Instance, make_params, validation_message
-from puzzlesweep.solve import check_solver
+from puzzlesweep.solve import check_count, check_solver, resolve_solver
 from puzzlesweep.solvers import Limits
 
 RANGE = re.compile(r"^\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*$")
@@ -58,6 +59,7 @@ class Study(BaseModel):
     solver: str | None = None
     time_limit: float = Field(60.0, gt=0)
     node_limit: int | None = Field(None, ge=1)
+    count: bool = False
     grid: dict[str, Any]
 
 
@@ -72,12 +74,16 @@ class Spec(BaseModel):
 
 @dataclass(frozen=True)
 class Job:
-    """One instance to solve with one solver under limits; `study` is its 1-based index."""
+    """One instance to solve with one solver (an engine: `auto` is resolved per
+    instance) under limits; `study` is its 1-based index; `count`: also count the
+    optimal solutions (not part of `done_key`: an instance solved before without
+    counting is skipped unless the run is forced)."""
 
     instance: Instance
     solver: str
     limits: Limits
     study: int
+    count: bool = False
 
     @property
     def done_key(self) -> tuple[str, str, float, int | None]:
@@ -285,6 +291,8 @@ def parse(text: str, source: str = "<spec>", max_instances: int | None = None) -
         try:
             module = puzzles.get(study.family)
             solver = check_solver(study.family, study.solver)
+            if study.count:
+                check_count(study.family, solver)
             points = expand_grid(study.family, study.grid)
         except (BadInput, ValueError) as exc:
             raise BadInput(f"{where}: {exc}") from None
@@ -294,7 +302,9 @@ def parse(text: str, source: str = "<spec>", max_instances: int | None = None) -
                 params = make_params(module.Params, point)
             except BadInput as exc:
                 raise BadInput(f"{where}: {exc}") from None
-            job = Job(Instance(study.family, params), solver, limits, number)
+            instance = Instance(study.family, params)
+            engine = resolve_solver(instance, solver)
+            job = Job(instance, engine, limits, number, study.count)
             jobs.setdefault(job.done_key, job)
     return Sweep(spec.name, text, list(jobs.values()))
 

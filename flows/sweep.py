@@ -228,6 +228,7 @@ def _solve_rows(batch: Batch, family, memory_limit: int | None) -> list[dict]:
             "solver": batch.solver,
             "time_limit": batch.limits.time_limit,
             "node_limit": batch.limits.node_limit,
+            "count": batch.count,
         }
         solved = empty_row(canonical, batch.solver, batch.limits)
         solved.update(child.solve(request))

@@ -25,6 +25,9 @@ attacked by a placed piece in the independent variant); for boards of at most 36
 Measured (issue 6, benchmarks/README.md): HiGHS with one thread proves knights n×n for
 n = 1..16 (A006075) in 494 s in all, 16×16 (40) in 281 s; its own symmetry detection
 (2 generators of the square's 8 symmetries) is on by default; nothing tried did better.
+Issue 12: SCIP proves 14..17 in 0.29-0.50 of HiGHS's time (17×17: 407 s, 15,244 nodes),
+so `auto_solver` picks it for knights from 14×14; `symmetries(p)` and
+`exhaustive_count(p)` serve the counts of optima (OEIS A006076).
 
 Roads not taken: symmetry-breaking rows (`symmetry_rows`: half-counts under the
 reflections, the diagonal under the transpose; measured no faster than HiGHS's own
@@ -33,9 +36,11 @@ detection on knights 12..14, kept behind `model(p, symmetry=True)`); starting fr
 to 9 but left 13 and 14 unchanged, and the proven optimum as a start cut 14×14 from
 5,577 nodes to 468 but made 13×13 need 253 instead of 5: too erratic to choose on);
 local cover cuts Σ_{s covers some t∈R} x_s >= γ(R) for 3×3 blocks, corner blocks and
-edge strips R (the LP bound stayed 21.42 on 12×12 and 28.92 on 14×14: the gap is global,
-not local); the piece's graph with blocking (sliding pieces stopped by other pieces),
-which the literature does not use.
+edge strips R by default (the LP bound stayed 21.42 on 12×12 and 28.92 on 14×14; in
+issue 12 the corner and border cuts of `region_cuts` cut 14×14's nodes to 3,440 from
+5,577 with HiGHS and to 248 from 841 with SCIP, kept behind `model(p, regions=True)`
+until more sizes are measured: benchmarks/README.md); the piece's graph with blocking
+(sliding pieces stopped by other pieces), which the literature does not use.
 """
 
 import math
@@ -49,7 +54,7 @@ from puzzlesweep.core import Params as _Params
 from puzzlesweep.solvers.highs import MipModel
 
 NAME = "domination"
-SOLVERS = ("highs",)
+SOLVERS = ("auto", "highs", "scip")
 
 Solution = tuple[int, ...]  # sorted occupied squares
 
@@ -80,6 +85,21 @@ class Params(_Params):
         if not 1 <= size <= 64:
             raise ValueError("board sides must lie in 1..64")
         return size
+
+
+def auto_solver(p: Params) -> str:
+    """The engine `auto` runs (canonical p), from benchmarks/README.md (mip_bench.py
+    --only auto, knights_bench.py): SCIP for knights dominating boards of at least
+    AUTO_SCIP_SQUARES squares, where it proved 14×14..16×16 in 0.29-0.41 of HiGHS's
+    time; HiGHS elsewhere (it was as fast or faster on knights 8..13, 8×13, queens 6..10,
+    kings 12, the total variant; SCIP won 12×12 and the independent variant by less
+    than a factor 2)."""
+    big = p.rows * p.cols >= AUTO_SCIP_SQUARES
+    return "scip" if big and p.piece == "knight" and p.variant == "dominating" else "highs"
+
+
+#: The board size from which `auto` picks SCIP for knights (14×14).
+AUTO_SCIP_SQUARES = 196
 
 
 def expand(point: dict) -> list[dict]:
@@ -128,11 +148,19 @@ def coverers(p: Params) -> list[list[int]]:
     return [sorted(table[t] | ({t} if own else set())) for t in range(p.rows * p.cols)]
 
 
-def model(p: Params, *, start: bool = False, symmetry: bool = False) -> MipModel:
+def model(
+    p: Params, *, start: bool = False, symmetry: bool = False, regions: bool | None = None
+) -> MipModel:
     """The set-cover MIP of the module docstring; column s is square s. `start` hands
-    HiGHS the greedy cover of `greedy_start` (checked by `verify`), `symmetry` adds the
-    rows of `symmetry_rows`; both are off by default because neither made knights faster
-    (benchmarks/README.md): HiGHS's own symmetry detection serves better."""
+    the engine the greedy cover of `greedy_start` (checked by `verify`), `symmetry` adds
+    the rows of `symmetry_rows`, `regions` the rows of `region_cuts`. Start and symmetry
+    rows are off by default because neither made knights faster (benchmarks/README.md);
+    region cuts (`regions=None`) are on for knights dominating boards of at least
+    REGION_MIN_SQUARES squares, where they cut SCIP's nodes on 14×14 and 15×15 and
+    HiGHS's on 14×14 (measured: benchmarks/README.md), off elsewhere."""
+    if regions is None:
+        big = p.rows * p.cols >= REGION_MIN_SQUARES
+        regions = big and p.piece == "knight" and p.variant == "dominating"
     m = MipModel([], [], [], [])
     m.add_columns(p.rows * p.cols, 1.0, 0.0, 1.0, True)
     for cover in coverers(p):
@@ -145,6 +173,9 @@ def model(p: Params, *, start: bool = False, symmetry: bool = False) -> MipModel
     if symmetry:
         for more, fewer in symmetry_rows(p.rows, p.cols):
             m.add_row(more + fewer, [1.0] * len(more) + [-1.0] * len(fewer), 0.0, math.inf)
+    if regions:
+        for cols_, least in region_cuts(p):
+            m.add_row(cols_, [1.0] * len(cols_), float(least), math.inf)
     if start and p.variant == "dominating":
         placed = greedy_start(p)
         if symmetry:  # HiGHS silently drops a start that breaks a row
@@ -153,6 +184,54 @@ def model(p: Params, *, start: bool = False, symmetry: bool = False) -> MipModel
         placed = set(placed)
         m.start = [1.0 if s in placed else 0.0 for s in range(p.rows * p.cols)]
     return m
+
+
+#: Region cuts: corner blocks a×a for a in REGION_CORNERS, and the border strips of
+#: these depths along each side (full length).
+REGION_CORNERS, REGION_DEPTHS = (3, 4, 5, 6), (1, 2, 3)
+#: The board size from which `model` adds the region cuts by default (14×14).
+REGION_MIN_SQUARES = 196
+
+
+def regions(p: Params) -> list[list[int]]:
+    """The corner blocks and border strips of the board (`REGION_CORNERS`,
+    `REGION_DEPTHS`) that are strict sub-regions of it, as lists of squares."""
+    r, c = p.rows, p.cols
+    block = lambda r0, r1, c0, c1: [i * c + j for i in range(r0, r1) for j in range(c0, c1)]  # noqa: E731
+    found = set()
+    for a in REGION_CORNERS:
+        if a < r and a < c:
+            for r0, c0 in ((0, 0), (0, c - a), (r - a, 0), (r - a, c - a)):
+                found.add(tuple(block(r0, r0 + a, c0, c0 + a)))
+    for d in REGION_DEPTHS:
+        if d < r:
+            found.update({tuple(block(0, d, 0, c)), tuple(block(r - d, r, 0, c))})
+        if d < c:
+            found.update({tuple(block(0, r, 0, d)), tuple(block(0, r, c - d, c))})
+    return [list(region) for region in sorted(found)]
+
+
+def region_cuts(p: Params) -> list[tuple[list[int], int]]:
+    """(squares that cover some square of R, γ(R)) for every region R of `regions`:
+    γ(R) is the fewest pieces, anywhere on the board, that cover every square of R
+    (proven by a small HiGHS MIP over those squares; the variant's covering rule, the
+    independent variant treated as dominating, so γ(R) is a valid lower limit). Every
+    solution covers R, so Σ x over those squares >= γ(R) cuts off no solution."""
+    from puzzlesweep.solvers import Limits, highs
+
+    cover = coverers(p)
+    cuts = []
+    for region in regions(p):
+        near = sorted({s for t in region for s in cover[t]})
+        index = {s: i for i, s in enumerate(near)}
+        small = MipModel([], [], [], [])
+        small.add_columns(len(near), 1.0, 0.0, 1.0, True)
+        for t in region:
+            small.add_row([index[s] for s in cover[t]], [1.0] * len(cover[t]), 1.0, math.inf)
+        result = highs.solve(small, Limits(30.0))
+        if result.status == "optimal":
+            cuts.append((near, round(result.objective)))
+    return cuts
 
 
 def greedy_start(p: Params) -> Solution:
@@ -217,6 +296,29 @@ def symmetric_image(rows: int, cols: int, placed: Solution) -> Solution:
     return tuple(sorted(r * cols + c for r, c in cells))
 
 
+def symmetries(p: Params) -> list[list[int]]:
+    """The board's symmetries as square permutations (image[s] = the square s goes to):
+    the identity, the two mirrors and the half turn (4), and on a square board also the
+    transpose, the anti-transpose and the quarter turns (8). Every piece's attacks are
+    preserved by them, so they map covers to covers of the same size (a group: what
+    `solvers.scip.count` needs to count covers up to symmetry, OEIS A006076)."""
+    r, c = p.rows, p.cols
+    maps = [
+        lambda i, j: (i, j),
+        lambda i, j: (r - 1 - i, j),
+        lambda i, j: (i, c - 1 - j),
+        lambda i, j: (r - 1 - i, c - 1 - j),
+    ]
+    if r == c:
+        maps += [
+            lambda i, j: (j, i),
+            lambda i, j: (c - 1 - j, i),
+            lambda i, j: (j, r - 1 - i),
+            lambda i, j: (c - 1 - j, r - 1 - i),
+        ]
+    return [[a * c + b for a, b in (f(i, j) for i in range(r) for j in range(c))] for f in maps]
+
+
 def from_mip(p: Params, x: list[float]) -> Solution:
     """The occupied squares: columns at 1."""
     return tuple(s for s, value in enumerate(x) if value > 0.5)
@@ -256,6 +358,45 @@ def exhaustive(p: Params) -> tuple[float | None, Solution | None]:
         if found is not None:
             return float(budget), tuple(sorted(found))
     return None, None
+
+
+def orbits(solutions: list[Solution], group: list[list[int]]) -> int:
+    """How many of `solutions` (square sets) are distinct up to `group` (permutations):
+    the number of distinct least images min_g sorted(g(S))."""
+    return len({min(tuple(sorted(g[s] for s in sol)) for g in group) for sol in solutions})
+
+
+def exhaustive_count(p: Params) -> tuple[int, int]:
+    """(optimal solutions, inequivalent ones) by a second method, independent of SCIP
+    and of Burnside's lemma: the optimum from `exhaustive`, then every piece set of that
+    size that covers the board, each generated once (branch on the first uncovered
+    square: its k-th coverer is placed with its earlier coverers forbidden), and its
+    orbits under `symmetries` counted by least images. Raises ValueError beyond 36
+    squares or for the independent variant (not enumerated here)."""
+    if p.variant == "independent":
+        raise ValueError("exhaustive_count does not enumerate the independent variant")
+    best, _ = exhaustive(p)
+    if best is None:
+        return 0, 0
+    cover = coverers(p)
+    squares = p.rows * p.cols
+    found: list[Solution] = []
+
+    def place(placed: frozenset[int], banned: frozenset[int], budget: int) -> None:
+        open_square = next((t for t in range(squares) if placed.isdisjoint(cover[t])), None)
+        if open_square is None:
+            found.append(tuple(sorted(placed)))
+            return
+        if budget == 0:
+            return
+        for s in cover[open_square]:
+            if s not in banned:
+                place(placed | {s}, banned, budget - 1)
+            banned = banned | {s}
+
+    place(frozenset(), frozenset(), int(best))
+    found = [sol for sol in found if len(sol) == best]
+    return len(found), orbits(found, symmetries(p))
 
 
 def verify(p: Params, solution: Solution) -> int:

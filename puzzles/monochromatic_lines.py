@@ -41,7 +41,7 @@ from puzzlesweep.core import Params as _Params
 from puzzlesweep.solvers.highs import MipModel
 
 NAME = "monochromatic_lines"
-SOLVERS = ("highs",)
+SOLVERS = ("auto", "highs", "scip")
 
 Cell = tuple[int, ...]  # (0, 2, 1): a point of [n]^d
 Line = tuple[int, ...]  # cell indices, in order along the line
@@ -128,6 +128,17 @@ def expand_count(point: dict, cap: int) -> int:
     return count_splits(point["n"] ** point["d"], c, cap)
 
 
+def auto_solver(p: Params) -> str:
+    """The engine `auto` runs (canonical p), from benchmarks/README.md (mip_bench.py
+    --only auto): SCIP from AUTO_SCIP_CELLS cells on (the seed's 3^3 with 14/13 balls:
+    0.10 s against 0.62 s), HiGHS below (3^2 and 4^2 take milliseconds either way)."""
+    return "scip" if p.n**p.d >= AUTO_SCIP_CELLS else "highs"
+
+
+#: The cube size from which `auto` picks SCIP.
+AUTO_SCIP_CELLS = 27
+
+
 def expand(point: dict) -> list[dict]:
     """`counts="balanced"` → the split of n^d into `c` near-equal parts; `counts="all"` →
     every split into c positive parts up to the order of colours (`splits`); `c`
@@ -203,6 +214,35 @@ def model(p: Params) -> MipModel:
     return m
 
 
+def cube_symmetries(n: int, d: int) -> list[list[int]]:
+    """The 2^d · d! symmetries of the cube [n]^d (permute the coordinates, reflect any of
+    them) as cell permutations, image[i] = the cell i goes to; each maps lines to lines."""
+    cells = list(itertools.product(range(n), repeat=d))
+    index = {cell: i for i, cell in enumerate(cells)}
+    found = []
+    for order in itertools.permutations(range(d)):
+        for flips in itertools.product((False, True), repeat=d):
+            image = []
+            for cell in cells:
+                moved = [cell[o] for o in order]
+                image.append(
+                    index[tuple(n - 1 - x if f else x for x, f in zip(moved, flips, strict=True))]
+                )
+            found.append(image)
+    return found
+
+
+def symmetries(p: Params) -> list[list[int]]:
+    """The cube's symmetries (`cube_symmetries`) as permutations of the model's x columns
+    (x[i,j] → x[g(i),j]); the y columns are left out: at an optimum y marks exactly the
+    monochromatic lines, so x determines them. Colours are not permuted: counts are
+    taken up to the board's symmetries only."""
+    c = len(p.counts)
+    return [
+        [g[i] * c + j for i in range(len(g)) for j in range(c)] for g in cube_symmetries(p.n, p.d)
+    ]
+
+
 def from_mip(p: Params, x: list[float]) -> Solution:
     """The colour of each cell from the x[i,j] columns."""
     c = len(p.counts)
@@ -240,6 +280,40 @@ def exhaustive(p: Params) -> tuple[float | None, Solution | None]:
 
     place(0, 0)
     return float(best[0]), best[1]
+
+
+def exhaustive_count(p: Params) -> tuple[int, int]:
+    """(optimal colourings, inequivalent ones up to the cube's symmetries) by a second
+    method, independent of SCIP and of Burnside's lemma: the optimum from `exhaustive`,
+    then every colouring with the right counts and that many monochromatic lines
+    (depth-first, pruned when the lines closed so far exceed it), and its orbits under
+    `cube_symmetries` counted by least images. Raises ValueError when n^d > 16."""
+    best, _ = exhaustive(p)
+    cells = p.n**p.d
+    closing: list[list[tuple[int, ...]]] = [[] for _ in range(cells)]
+    for line in lines(p.n, p.d):
+        closing[max(line)].append(line)
+    left, colours, found = list(p.counts), [0] * cells, []
+
+    def place(cell: int, cost: int) -> None:
+        if cost > best:
+            return
+        if cell == cells:
+            if cost == best:
+                found.append(tuple(colours))
+            return
+        for colour in range(len(left)):
+            if left[colour]:
+                left[colour] -= 1
+                colours[cell] = colour
+                extra = sum(all(colours[i] == colour for i in line) for line in closing[cell])
+                place(cell + 1, cost + extra)
+                left[colour] += 1
+
+    place(0, 0)
+    group = cube_symmetries(p.n, p.d)
+    least = {min(tuple(sol[g.index(i)] for i in range(cells)) for g in group) for sol in found}
+    return len(found), len(least)
 
 
 def verify(p: Params, solution: Solution) -> int:

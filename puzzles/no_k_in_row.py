@@ -1,9 +1,10 @@
 """No k in a row: remove the fewest stones from a full box so no k remain in a line.
 
 Source: seed `001_0301460f94071f88.txt` (k = 5: 6×7 → 8, 13×17 → 44 with 556 windows,
-6×7×6 with 524 windows open between 54 and 64; here 55..63, the 63 found by `make demo`
-and kept in tests/test_families.py); for k = 3 on n×n boards, OEIS A181018 gives the
-most stones kept.
+6×7×6 with 524 windows open between 54 and 64; here 56..63, the 63 found by `make demo`
+and kept in tests/test_families.py, the 56 SCIP's dual bound after 120 s, issue 12,
+benchmarks/README.md); for k = 3 on n×n boards, OEIS A181018 gives the most stones kept
+(9×9: 42 kept, 39 removed, proven by SCIP in a slow test).
 
 Vocabulary (cells row-major, 0-based):
 - box: dimensions (d_1, ..., d_D); every cell starts with a stone.
@@ -52,7 +53,7 @@ from puzzlesweep.core import Params as _Params
 from puzzlesweep.solvers.highs import MipModel
 
 NAME = "no_k_in_row"
-SOLVERS = ("highs",)
+SOLVERS = ("auto", "highs", "scip")
 
 Window = tuple[int, ...]  # k row-major cell indices along one direction
 Solution = tuple[int, ...]  # sorted indices of removed stones
@@ -99,6 +100,19 @@ class Params(_Params):
 #: tests/test_families.py, 5×5×7 in the slow tests), using only cuts of strictly smaller
 #: boxes, so the chain of proofs is sound.
 SUBBOX_OPTIMA = {(5, (5, 5, 5)): 28, (5, (5, 5, 6)): 34, (5, (5, 5, 7)): 40}
+
+
+def auto_solver(p: Params) -> str:
+    """The engine `auto` runs (canonical p), from benchmarks/README.md (mip_bench.py
+    --only auto): SCIP from AUTO_SCIP_CELLS cells on (k = 3: 9×9 in 10.1 s against
+    39.1 s, 7×7 and 8×8 in under half HiGHS's time; 3-D even or better except 4×4×4,
+    k = 3, within noise; 6×7×6's bound at 120 s: benchmarks/README.md), HiGHS below (both
+    take hundredths of a second there)."""
+    return "scip" if math.prod(p.dims) >= AUTO_SCIP_CELLS else "highs"
+
+
+#: The box size from which `auto` picks SCIP.
+AUTO_SCIP_CELLS = 36
 
 
 def expand(point: dict) -> list[dict]:
@@ -159,18 +173,21 @@ def windows(dims: tuple[int, ...], k: int) -> tuple[Window, ...]:
     return tuple(found)
 
 
-def model(p: Params, *, start: bool = True, moves: int = 0, symmetry: bool = False) -> MipModel:
+def model(
+    p: Params, *, start: bool = True, moves: int = 0, symmetry: bool = False, cuts: bool = True
+) -> MipModel:
     """The hitting-set MIP of the module docstring; column i is cell i. With `start`, the
     incumbent of `start_solution(p, moves)` (checked by `verify`) is handed to HiGHS
     (none beyond START_MAX_CELLS cells); with `symmetry`, the rows of `symmetry_rows` are
     added (off by default: measured, HiGHS's own symmetry handling serves as well; see
-    benchmarks/README.md)."""
+    benchmarks/README.md); `cuts=False` leaves out the sub-box cuts (the plain textbook
+    model, for benchmarks)."""
     cells = math.prod(p.dims)
     m = MipModel([], [], [], [])
     m.add_columns(cells, 1.0, 0.0, 1.0, True)
     for window in windows(tuple(p.dims), p.k):
         m.add_row(list(window), [1.0] * p.k, 1.0, math.inf)
-    for cells_in_box, h in subbox_cuts(tuple(p.dims), p.k):
+    for cells_in_box, h in subbox_cuts(tuple(p.dims), p.k) if cuts else []:
         m.add_row(cells_in_box, [1.0] * len(cells_in_box), h, math.inf)
     if symmetry:
         for more, fewer in symmetry_rows(tuple(p.dims)):
@@ -404,6 +421,34 @@ def exhaustive(p: Params) -> tuple[float | None, Solution | None]:
     return None, None  # unreachable: removing every stone hits every window
 
 
+def exhaustive_count(p: Params) -> tuple[int, int]:
+    """(optimal removal sets, inequivalent ones up to `symmetries`) by a second method,
+    independent of SCIP and of Burnside's lemma: the optimum from `exhaustive`, then
+    every removal set of that size that hits every window, each generated once (branch
+    on the first whole window: its i-th cell is removed with its earlier cells kept),
+    and its orbits counted by least images. Raises ValueError beyond 24 cells."""
+    best, _ = exhaustive(p)
+    every = windows(tuple(p.dims), p.k)
+    found: list[Solution] = []
+
+    def hit(removed: frozenset[int], kept: frozenset[int], budget: int) -> None:
+        whole = next((w for w in every if removed.isdisjoint(w)), None)
+        if whole is None:
+            found.append(tuple(sorted(removed)))
+            return
+        if budget == 0:
+            return
+        for cell in whole:
+            if cell not in kept:
+                hit(removed | {cell}, kept, budget - 1)
+            kept = kept | {cell}
+
+    hit(frozenset(), frozenset(), int(best))
+    group = symmetries(p)
+    inequivalent = {min(tuple(sorted(g[c] for c in sol)) for g in group) for sol in found}
+    return len(found), len(inequivalent)
+
+
 def verify(p: Params, solution: Solution) -> int:
     """The number of removed stones; raises InvalidSolution if a cell is out of the box,
     repeated, or some window of k stones is left whole."""
@@ -491,6 +536,11 @@ def box_symmetries(dims: tuple[int, ...]) -> list[list[int]]:
                 image.append(sum(c * s for c, s in zip(moved, strides, strict=True)))
             found.append(image)
     return found
+
+
+def symmetries(p: Params) -> list[list[int]]:
+    """`box_symmetries` of p's box: the group the counts of optima are taken up to."""
+    return box_symmetries(tuple(p.dims))
 
 
 def layer(dims: tuple[int, ...], axis: int, index: int) -> list[int]:

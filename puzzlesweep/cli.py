@@ -1,10 +1,10 @@
 """The command line (typer): exit 0 ok, 2 bad input (nothing written), 1 failure.
 
     puzzlesweep solve FAMILY key=value ... [--solver S] [--time-limit S] [--json]
-        [--picture FILE.png|FILE.svg]
+        [--count] [--picture FILE.png|FILE.svg]
     puzzlesweep run SPEC.toml [--catalog DIR] [--address tcp://HOST:PORT] [--workers N]
                     [--memory-limit SIZE] [--retries N] [--dashboard-address HOST:PORT]
-    puzzlesweep prove FAMILY key=value ... --split TEXT [--width N] [--time-limit S]
+    puzzlesweep prove FAMILY key=value ... --split TEXT [--solver S] [--width N] [--time-limit S]
                     [--wall S] [--probe S] [--no-cutoff] [--catalog DIR] [--address A]
                     [--workers N] [--check]
     puzzlesweep catalog query "SQL over results, latest, runs" [--catalog DIR]
@@ -116,11 +116,19 @@ def solve(
     ],
     params: Annotated[list[str] | None, typer.Argument(help="key=value parameters")] = None,
     solver: Annotated[
-        str | None, typer.Option(help="highs | backtrack [default: the family's]")
+        str | None,
+        typer.Option(help="auto | highs | scip | backtrack [default: the family's, auto for MIPs]"),
     ] = None,
     time_limit: Annotated[float, typer.Option(help="Seconds for this instance")] = 60.0,
     node_limit: Annotated[int | None, typer.Option(help="Nodes for this instance")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
+    count: Annotated[
+        bool,
+        typer.Option(
+            help="Also count the optimal solutions, and those distinct up to the board's "
+            "symmetries (SCIP; another --time-limit for the count)"
+        ),
+    ] = False,
     picture: Annotated[
         str | None, typer.Option(help="Draw the solution into FILE.png or FILE.svg")
     ] = None,
@@ -137,13 +145,15 @@ def solve(
     from puzzlesweep import puzzles
     from puzzlesweep.core import Instance, make_params
     from puzzlesweep.flows.isolate import MIN_MEMORY, Child, Interrupted
-    from puzzlesweep.solve import check_solver
+    from puzzlesweep.solve import check_count, check_solver
     from puzzlesweep.solvers import Limits
 
     try:
         module = puzzles.get(family)
         instance = Instance(family, make_params(module.Params, parse_assignments(params or [])))
         chosen = check_solver(family, solver)
+        if count:
+            check_count(family, chosen)
         limits = Limits(time_limit, node_limit)
         if picture is not None and not picture.lower().endswith((".png", ".svg")):
             raise BadInput(f"--picture: {picture!r} must end in .png or .svg")
@@ -161,6 +171,7 @@ def solve(
         "solver": chosen,
         "time_limit": limits.time_limit,
         "node_limit": limits.node_limit,
+        "count": count,
     }
     try:
         row = {"params": request["params"], "nodes": None, **child.solve(request)}
@@ -173,6 +184,7 @@ def solve(
     if as_json:
         keys = ["family", "params", "instance_key", "solver", "status", "objective", "bound"]
         keys += ["verified", "solve_seconds", "solution"]
+        keys += ["solutions", "inequivalent"] if count else []
         shown = {k: row[k] for k in keys}
         if row["solution"] is not None and hasattr(module, "details"):
             shown.update(module.details(instance.params, module.decode(row["solution"])))
@@ -186,9 +198,15 @@ def solve(
         out.print(
             f"status {row['status']}  objective {_text(row['objective'])}  "
             f"bound {_text(row['bound'])}  verified {_text(row['verified'])}  "
-            f"{row['solve_seconds']:.2f} s  {_text(row['nodes'])} nodes",
+            f"{row['solve_seconds']:.2f} s  {_text(row['nodes'])} nodes  solver {row['solver']}",
             highlight=False,
         )
+        if count:
+            out.print(
+                f"optimal solutions {_text(row['solutions'])}  "
+                f"inequivalent {_text(row['inequivalent'])}",
+                highlight=False,
+            )
         if row["error"]:
             why = "error" if row["status"] == "error" else "stopped"
             out.print(f"{why}: {row['error']}", highlight=False, markup=False)
@@ -619,6 +637,9 @@ def prove(
         str, typer.Option(help="The family's split, e.g. 1:0,6 (layers 0 and 6 across axis 1)")
     ] = "",
     width: Annotated[int, typer.Option(help="Exact counts per group before the tail")] = 4,
+    solver: Annotated[
+        str, typer.Option(help="auto | highs | scip: the engine of every part and the probe")
+    ] = "auto",
     time_limit: Annotated[float, typer.Option(help="Seconds per part")] = 60.0,
     wall: Annotated[
         float | None, typer.Option(help="Seconds for the whole run (no part starts after)")
@@ -640,7 +661,9 @@ def prove(
     Every finished part is written to the catalog at once, so a re-run of the same
     split solves only the missing parts; the combined row holds the certificate."""
     from puzzlesweep import puzzles
+    from puzzlesweep.core import Instance
     from puzzlesweep.proof import Proof, build, recheck
+    from puzzlesweep.solve import check_solver, resolve_solver
     from puzzlesweep.solvers import Limits
 
     catalog_path = catalog or store.default_catalog()
@@ -649,12 +672,10 @@ def prove(
         values = parse_assignments(params or [])
         if not split:
             raise BadInput("--split is required (e.g. --split 1:0,6 for no_k_in_row)")
+        validated = module.Params.model_validate(values)
+        engine = resolve_solver(Instance(family, validated), check_solver(family, solver))
         proof = Proof(
-            family,
-            module.Params.model_validate(values).model_dump(),
-            split,
-            width,
-            Limits(time_limit),
+            family, validated.model_dump(), split, width, Limits(time_limit), solver=engine
         )
         if wall is not None and wall <= 0:
             raise BadInput(f"--wall must be > 0 seconds, got {wall}")
@@ -692,7 +713,7 @@ def prove(
             announce=lambda line: err.print(line, highlight=False, soft_wrap=True),
         )
     out.print(
-        f"{family} {' '.join(params or [])} split {split} (key {proof.key}): "
+        f"{family} {' '.join(params or [])} split {split} (key {proof.key}, {engine}): "
         f"status {report['status']}  objective {_text(report['objective'])}  "
         f"bound {_text(report['bound'])}  parts {report['parts']} "
         f"({report['stored']} from the catalog, {report['solved']} solved now, "

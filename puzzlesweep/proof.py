@@ -5,13 +5,17 @@ solving one part, the combined row with its certificate, and its re-check.
 in one process (the tests use it so). The rows of attempt `key` in the catalog's
 `results` all have sweep `prove-KEY`:
 
-    one row per finished part   solver `highs-split-part`, params_key `KEY.INDEX`,
+    one row per finished part   solver `ENGINE-split-part`, params_key `KEY.INDEX`,
                                 column `subproblem`
-    the optional direct solve   solver `highs` (the probe)
-    the combined row            solver `highs-split`, column `certificate`
+    the optional direct solve   solver `ENGINE` (the probe)
+    the combined row            solver `ENGINE-split`, column `certificate`
 
 A part solved again (a re-run with a longer limit) adds a row; the newest row of each
 part, of the probe and of the combined result is the one that counts (`stored`).
+
+ENGINE is the attempt's MIP engine (`Proof.solver`: highs or scip). It is not part of
+the key, so a re-run with the other engine resumes the same parts (a part's lower limit
+is a proof whichever engine gave it).
 
 The combined row: status `optimal` with objective = bound when the bound meets the
 incumbent, else `time_limit` with the best objective and bound (the larger of the
@@ -30,12 +34,12 @@ from datetime import UTC, datetime
 
 from puzzlesweep import __version__, catalog, puzzles
 from puzzlesweep.core import BadInput, Instance, InvalidSolution, make_params
-from puzzlesweep.solve import empty_row, result_fields
+from puzzlesweep.solve import MIP_SOLVERS, empty_row, mip_engine, result_fields
 from puzzlesweep.solvers import Limits, highs, relative_gap
 from puzzlesweep.solvers import split as splitting
 
-PART_SOLVER = "highs-split-part"
-PROVE_SOLVER = "highs-split"
+PART_SOLVER = "{}-split-part"  # formatted with the engine's name
+PROVE_SOLVER = "{}-split"
 PROBE_FIELDS = ("status", "objective", "bound")
 
 
@@ -51,6 +55,7 @@ class Proof:
     width: int
     limits: Limits
     cutoff: bool = True
+    solver: str = "highs"
 
     @property
     def instance(self) -> Instance:
@@ -70,7 +75,10 @@ class Proof:
 
 def build(proof: Proof) -> tuple[Instance, highs.MipModel, splitting.Split, str]:
     """(instance, its MIP on its own axes, the split, the split's description). Raises
-    BadInput for bad parameters, a family without `split_model`, or a bad split."""
+    BadInput for bad parameters, a family without `split_model`, a bad split, or a
+    solver that is not a MIP engine."""
+    if proof.solver not in MIP_SOLVERS:
+        raise BadInput(f"prove runs {' or '.join(MIP_SOLVERS)}, not {proof.solver!r}")
     instance = proof.instance
     family = puzzles.get(proof.family)
     if not hasattr(family, "split_model"):
@@ -100,11 +108,11 @@ def _verified(family, params, result) -> dict:
 
 
 def solve_whole(proof: Proof, limits: Limits, run_id: str) -> dict:
-    """The row of a direct solve of the whole instance (the probe: solver `highs`)."""
+    """The row of a direct solve of the whole instance (the probe: solver `proof.solver`)."""
     instance, model, _, _ = build(proof)
     family = puzzles.get(proof.family)
-    row = empty_row(instance, "highs", limits)
-    result = highs.solve(model, limits)
+    row = empty_row(instance, proof.solver, limits)
+    result = mip_engine(proof.solver).solve(model, limits)
     row.update(result_fields(result))
     row.update(_verified(family, instance.params, result))  # may replace error
     row.update(finished_at=datetime.now(UTC), run_id=run_id, sweep=f"prove-{proof.key}")
@@ -119,8 +127,8 @@ def solve_one(proof: Proof, index: int, cutoff: float | None, limits: Limits, ru
     instance, model, split, _ = build(proof)
     family = puzzles.get(proof.family)
     part = split.parts[index]
-    row = empty_row(instance, PART_SOLVER, limits)
-    result = highs.solve(splitting.restrict(model, split, part, cutoff), limits)
+    row = empty_row(instance, PART_SOLVER.format(proof.solver), limits)
+    result = mip_engine(proof.solver).solve(splitting.restrict(model, split, part, cutoff), limits)
     lower = splitting.part_lower(
         result.status, result.bound, cutoff, splitting.integral_objective(model)
     )
@@ -168,8 +176,10 @@ def is_done(row: dict, limits: Limits) -> bool:
 
 STORED = """
 SELECT * FROM results WHERE sweep = ? AND family = ?
-QUALIFY row_number() OVER (PARTITION BY params_key, solver ORDER BY finished_at DESC) = 1
-"""
+QUALIFY row_number() OVER (
+    PARTITION BY params_key, solver LIKE '%-split', solver LIKE '%-split-part'
+    ORDER BY finished_at DESC) = 1
+"""  # the newest part, probe and combined row, whichever engine wrote it
 
 
 def stored(catalog_path: str, proof: Proof) -> tuple[dict[int, dict], dict | None, dict | None]:
@@ -182,11 +192,11 @@ def stored(catalog_path: str, proof: Proof) -> tuple[dict[int, dict], dict | Non
     columns, values = catalog.query(catalog_path, STORED, [f"prove-{proof.key}", proof.family])
     parts, probe, combined = {}, None, None
     for row in (dict(zip(columns, v, strict=True)) for v in values):
-        if row["solver"] == PART_SOLVER:
+        if row["solver"].endswith("-split-part"):
             index = int(row["params_key"].rsplit(".", 1)[1])
             if index < len(split.parts):
                 parts[index] = row
-        elif row["solver"] == PROVE_SOLVER:
+        elif row["solver"].endswith("-split"):
             combined = row
         else:
             probe = row
@@ -238,11 +248,11 @@ def combined_row(proof: Proof, parts: dict[int, dict], probe: dict | None, run_i
             for p in split.parts
         ],
     }
-    row = empty_row(instance, PROVE_SOLVER, proof.limits)
+    row = empty_row(instance, PROVE_SOLVER.format(proof.solver), proof.limits)
     finite = bound if math.isfinite(bound) else None
     row.update(
         status="optimal" if proven else "time_limit",
-        solver_version=highs.VERSION,
+        solver_version=mip_engine(proof.solver).VERSION,
         objective=objective,
         bound=objective if proven else finite,
         gap=relative_gap(objective, finite) if not proven else 0.0,
@@ -283,7 +293,7 @@ def recheck(catalog_path: str, proof: Proof, resolve_seconds: float | None = Non
     `resolve_seconds`, each part that claims a finite lower limit is solved again (with
     its cutoff) and a re-solve that finishes must not contradict it.
 
-    What it takes on trust: HiGHS's statuses and bounds of parts not re-solved, the
+    What it takes on trust: the engine's statuses and bounds of parts not re-solved, the
     probe's dual bound, and that the family's symmetries preserve the feasible set (for
     no_k_in_row a test checks that each maps the windows onto the windows). Raises
     BadInput as `build` does."""
@@ -316,7 +326,7 @@ def recheck(catalog_path: str, proof: Proof, resolve_seconds: float | None = Non
             )
         lowers.append(lower)
         if resolve_seconds and math.isfinite(lower):
-            again = highs.solve(
+            again = mip_engine(proof.solver).solve(
                 splitting.restrict(model, split, p, handle["cutoff"]), Limits(resolve_seconds)
             )
             true_lower = splitting.part_lower(again.status, again.bound, handle["cutoff"], integral)

@@ -20,12 +20,14 @@ from puzzlesweep import puzzles
 from puzzlesweep.core import BadInput, Instance, InvalidSolution
 from puzzlesweep.solvers import Limits, SolverResult
 
-SOLVERS = ("highs", "backtrack")
+SOLVERS = ("auto", "highs", "scip", "backtrack")
+#: The engines that take a family's MIP (`model`, `from_mip`).
+MIP_SOLVERS = ("highs", "scip")
 
 
 def check_solver(family: str, solver: str | None) -> str:
-    """The solver to use for `family` (its default when None); raises BadInput when the
-    family does not support it."""
+    """The solver to use for `family` (its default when None: `auto` for the MIP
+    families); raises BadInput when the family does not support it."""
     supported = puzzles.get(family).SOLVERS
     if solver is None:
         return supported[0]
@@ -47,6 +49,16 @@ def _out_of_time(started: float) -> SolverResult:
     return SolverResult("time_limit", seconds=seconds, message=message)
 
 
+def resolve_solver(instance: Instance, solver: str) -> str:
+    """The engine that runs `instance` under `solver`: for `auto`, the family's measured
+    choice for the canonical params (`auto_solver`: highs or scip, see
+    benchmarks/README.md); any other solver is itself."""
+    if solver != "auto":
+        return solver
+    family = puzzles.get(instance.family)
+    return family.auto_solver(family.canonical(instance.params))
+
+
 def _run_solver(instance: Instance, solver: str, limits: Limits) -> tuple[SolverResult, Any]:
     """(the solver's result, the decoded solution of the canonical form, or None).
 
@@ -55,13 +67,12 @@ def _run_solver(instance: Instance, solver: str, limits: Limits) -> tuple[Solver
     started = time.perf_counter()
     family = puzzles.get(instance.family)
     params = family.canonical(instance.params)
-    if solver == "highs":
-        from puzzlesweep.solvers import highs
-
+    if solver in MIP_SOLVERS:
+        engine = mip_engine(solver)
         model = family.model(params)
         if (left := _left(limits, started)) is None:
             return _out_of_time(started), None
-        result = highs.solve(model, left)
+        result = engine.solve(model, left)
         decoded = None
         if result.solution is not None:
             decoded = family.from_mip(params, result.solution)
@@ -78,6 +89,20 @@ def _run_solver(instance: Instance, solver: str, limits: Limits) -> tuple[Solver
             from_search = getattr(family, "from_search", lambda p, raw: tuple(raw))
             decoded = from_search(params, result.solution)
     return result, decoded
+
+
+def mip_engine(solver: str):
+    """The module (`solvers.highs` or `solvers.scip`) whose `solve` runs MIP `solver`;
+    raises BadInput for another name."""
+    if solver == "highs":
+        from puzzlesweep.solvers import highs
+
+        return highs
+    if solver == "scip":
+        from puzzlesweep.solvers import scip
+
+        return scip
+    raise BadInput(f"{solver!r} is not a MIP solver ({', '.join(MIP_SOLVERS)})")
 
 
 def empty_row(instance: Instance, solver: str, limits: Limits) -> dict[str, Any]:
@@ -99,6 +124,8 @@ def empty_row(instance: Instance, solver: str, limits: Limits) -> dict[str, Any]
         "solution": None,
         "verified": None,
         "error": None,
+        "solutions": None,
+        "inequivalent": None,
         "worker": socket.gethostname(),
         "started_at": datetime.now(UTC),
         "finished_at": None,
@@ -147,30 +174,75 @@ def _fill(row: dict[str, Any], instance: Instance, result: SolverResult, decoded
             row["error"] = f"verifier recomputed {value}, solver said {result.objective}"
 
 
-def solve_instances(instances: list[Instance], solver: str, limits: Limits) -> list[dict[str, Any]]:
+def count_optima(instance: Instance, result: SolverResult, limits: Limits) -> dict[str, Any]:
+    """The fields `solutions` and `inequivalent` of a proven optimum `result` of
+    `instance`: how many optimal solutions its canonical form has, and how many up to
+    the board's symmetries (`family.symmetries`), counted exactly by SCIP
+    (`solvers.scip.count`, Burnside's lemma) on the family's model under its own
+    `limits.time_limit` seconds. Equivalent instances have the same numbers (a symmetry
+    of the parameters is a bijection of their solutions). Both None, with `error` saying
+    why, when the count ran out of time; {} for a result that is not optimal."""
+    if result.status != "optimal" or result.objective is None:
+        return {}
+    from puzzlesweep.solvers import scip
+
+    family = puzzles.get(instance.family)
+    params = family.canonical(instance.params)
+    found = scip.count(family.model(params), result.objective, family.symmetries(params), limits)
+    if not found.complete:
+        return {
+            "solutions": None,
+            "inequivalent": None,
+            "error": f"count: stopped at the time limit after {found.seconds:.1f} s",
+        }
+    return {"solutions": found.solutions, "inequivalent": found.inequivalent}
+
+
+def check_count(family: str, solver: str) -> None:
+    """Raises BadInput unless `family` can count its optima (`symmetries`, a MIP) and
+    `solver` is one of its MIP solvers or auto."""
+    module = puzzles.get(family)
+    if not hasattr(module, "symmetries") or solver not in ("auto", *MIP_SOLVERS):
+        raise BadInput(
+            f"counting optima is for the MIP families (domination, no_k_in_row, "
+            f"monochromatic_lines) with solver auto, highs or scip, not {family} with {solver}"
+        )
+
+
+def solve_instances(
+    instances: list[Instance], solver: str, limits: Limits, count: bool = False
+) -> list[dict[str, Any]]:
     """One result row per instance, in order (the fields of `solve_instance`).
 
     Instances that share an `instance_key` are equivalent: the first is solved (as its
     canonical form) and every later one becomes an *equivalent row*: `equivalent` True,
     the same status and bound, the solution carried to its own params by the symmetry and
-    verified again, `solve_seconds` 0 and `nodes` 0. Never raises for a failing model,
-    solver or verifier."""
-    solved: dict[str, tuple[SolverResult, Any]] = {}
+    verified again, `solve_seconds` 0 and `nodes` 0. Solver `auto` is resolved per
+    instance (`resolve_solver`) and the row names the engine. With `count`, a proven
+    optimum also gets `solutions` and `inequivalent` (`count_optima`; their seconds are
+    not in `solve_seconds`). Never raises for a failing model, solver or verifier."""
+    solved: dict[str, tuple[SolverResult, Any, dict]] = {}
     rows = []
     for instance in instances:
         row = empty_row(instance, solver, limits)
         t0 = time.perf_counter()
         try:
+            engine = resolve_solver(instance, solver)
+            row["solver"] = engine
             if instance.key in solved:
-                result, decoded = solved[instance.key]
+                result, decoded, counted = solved[instance.key]
                 result = replace(result, seconds=0.0, nodes=0)
                 row["equivalent"] = True
             else:
-                result, decoded = _run_solver(instance, solver, limits)
-                solved[instance.key] = (result, decoded)
+                result, decoded = _run_solver(instance, engine, limits)
+                counted = count_optima(instance, result, limits) if count else {}
+                solved[instance.key] = (result, decoded, counted)
             _fill(row, instance, result, decoded)
             if not row["equivalent"]:  # the wall time from the start of building the model
                 row["solve_seconds"] = max(row["solve_seconds"] or 0.0, time.perf_counter() - t0)
+            if counted.get("error") and row["error"] is None:
+                row["error"] = counted["error"]
+            row.update(solutions=counted.get("solutions"), inequivalent=counted.get("inequivalent"))
         except Exception as exc:  # one crashing instance must not lose the batch
             last = traceback.extract_tb(exc.__traceback__)[-1]
             row.update(
@@ -183,18 +255,21 @@ def solve_instances(instances: list[Instance], solver: str, limits: Limits) -> l
     return rows
 
 
-def solve_instance(instance: Instance, solver: str, limits: Limits) -> dict[str, Any]:
+def solve_instance(
+    instance: Instance, solver: str, limits: Limits, count: bool = False
+) -> dict[str, Any]:
     """Solve and verify one instance; returns the result fields of one catalog row.
 
     Keys: family, instance_key (of the canonical form), params_key (of these params),
     equivalent (False here), solver, solver_version, status, objective, bound, gap,
     solve_seconds, nodes, solution (the family's compact text, for these params),
-    verified (bool, or None when there is no solution to check), error, worker,
+    verified (bool, or None when there is no solution to check), error, solutions and
+    inequivalent (counts of the optima with `count`, else None), worker,
     started_at, finished_at (UTC), time_limit (seconds), node_limit, params (dict). A
     verified objective is the verifier's recomputed value; a solution the verifier
     rejects is kept, with verified False and the verifier's message in `error`.
     """
-    return solve_instances([instance], solver, limits)[0]
+    return solve_instances([instance], solver, limits, count)[0]
 
 
 def recheck(family_name: str, row: dict[str, Any]) -> str | None:

@@ -10,17 +10,18 @@ and the objective to the integer it lies on, so a proven 4 is never reported as
 3.9999999999998583.
 """
 
-import math
 import os
 import sys
 import time
-from dataclasses import dataclass, field
 from importlib.metadata import version
 
 import highspy
 import numpy as np
 
 from . import Limits, SolverResult, relative_gap
+from .mip import MipModel, finite, has_integral_objective, integral_bounds
+
+__all__ = ["MipModel", "VERSION", "has_integral_objective", "integral_bounds", "solve"]
 
 VERSION = version("highspy")
 
@@ -43,65 +44,6 @@ def _construct_silently() -> None:
 _construct_silently()
 
 
-@dataclass
-class MipModel:
-    """A minimisation MIP in CSR form.
-
-    Shapes: costs, lower, upper, integral have one entry per column (n); row_start has
-    m + 1 entries, col_index and values one per non-zero; row_lower and row_upper one per
-    row (m). Use math.inf for a missing bound. `offset` is added to the objective.
-    `start` is an optional full incumbent (n values) handed to HiGHS as a warm start.
-    `integral_objective` says that the optimum value is an integer (True), that it may
-    not be (False), or asks `solve` to detect it from the costs
-    (None, the default: integral costs on integer columns, zero costs elsewhere and an
-    integral offset); when it holds, the dual bound is rounded up and the objective to
-    the nearest integer (`integral_bounds`). `options` are HiGHS options set after
-    `solve`'s own (for benchmarks: {"mip_detect_symmetry": False}); `threads` and
-    `time_limit` come from the limits and cannot be set here.
-    """
-
-    costs: list[float]
-    lower: list[float]
-    upper: list[float]
-    integral: list[bool]
-    row_start: list[int] = field(default_factory=lambda: [0])
-    col_index: list[int] = field(default_factory=list)
-    values: list[float] = field(default_factory=list)
-    row_lower: list[float] = field(default_factory=list)
-    row_upper: list[float] = field(default_factory=list)
-    offset: float = 0.0
-    start: list[float] | None = None
-    integral_objective: bool | None = None
-    options: dict[str, bool | int | float | str] = field(default_factory=dict)
-
-    @property
-    def num_cols(self) -> int:
-        """Number of columns (variables)."""
-        return len(self.costs)
-
-    @property
-    def num_rows(self) -> int:
-        """Number of rows (constraints)."""
-        return len(self.row_lower)
-
-    def add_row(self, cols: list[int], coefs: list[float], lo: float, hi: float) -> None:
-        """Append the row lo <= sum(coefs[i] * x[cols[i]]) <= hi."""
-        self.col_index.extend(cols)
-        self.values.extend(coefs)
-        self.row_start.append(len(self.col_index))
-        self.row_lower.append(lo)
-        self.row_upper.append(hi)
-
-    def add_columns(self, count: int, cost: float, lo: float, hi: float, integral: bool) -> int:
-        """Append `count` identical columns; returns the index of the first."""
-        first = len(self.costs)
-        self.costs.extend([cost] * count)
-        self.lower.extend([lo] * count)
-        self.upper.extend([hi] * count)
-        self.integral.extend([integral] * count)
-        return first
-
-
 _OK = highspy.HighsStatus.kOk
 _STATUS = {
     highspy.HighsModelStatus.kOptimal: "optimal",
@@ -111,36 +53,6 @@ _STATUS = {
     highspy.HighsModelStatus.kIterationLimit: "node_limit",
     highspy.HighsModelStatus.kInterrupt: "time_limit",
 }
-
-
-def _finite(value: float) -> float | None:
-    return float(value) if math.isfinite(value) and abs(value) < 1e30 else None
-
-
-def has_integral_objective(model: MipModel) -> bool:
-    """Is every feasible objective value an integer? `model.integral_objective` when set,
-    else detected: integral costs on integer columns, zero costs on continuous ones and an
-    integral offset."""
-    if model.integral_objective is not None:
-        return model.integral_objective
-    return float(model.offset).is_integer() and all(
-        float(c).is_integer() if integral else c == 0
-        for c, integral in zip(model.costs, model.integral, strict=True)
-    )
-
-
-def integral_bounds(
-    objective: float | None, bound: float | None, tolerance: float = 1e-6
-) -> tuple[float | None, float | None]:
-    """(objective, bound) for a minimisation whose values are integers: the bound rounded
-    up, ceil(bound - tolerance) (HiGHS reports 3.9999999999998583 for a proven 4), and the
-    objective rounded to the nearest integer when it lies within `tolerance` of one
-    (left as it is otherwise). None stays None."""
-    if bound is not None:
-        bound = float(math.ceil(bound - tolerance))
-    if objective is not None and abs(objective - round(objective)) <= tolerance:
-        objective = float(round(objective))
-    return objective, bound
 
 
 def solve(model: MipModel, limits: Limits) -> SolverResult:
@@ -193,8 +105,8 @@ def solve(model: MipModel, limits: Limits) -> SolverResult:
     info = h.getInfo()
     status = _STATUS.get(model_status, "error")
     has_incumbent = info.primal_solution_status == 2  # kSolutionStatusFeasible
-    objective = _finite(info.objective_function_value) if has_incumbent else None
-    bound = _finite(info.mip_dual_bound)
+    objective = finite(info.objective_function_value) if has_incumbent else None
+    bound = finite(info.mip_dual_bound)
     if status == "optimal":
         bound = objective if bound is None else bound
     if status == "infeasible":

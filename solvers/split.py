@@ -51,7 +51,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from .highs import MipModel
+from .mip import MipModel
 
 INF = math.inf
 

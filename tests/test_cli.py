@@ -61,7 +61,7 @@ def test_text_output_draws_the_solution():
         (["monochromatic_lines", "n=3", "d=3", "counts=14,12"], "counts must sum to n^d = 27"),
         (["peg_solitaire", "side=5", "start=16"], "start hole 16 is not on T_5"),
         (["domination", "rows=8", "cols"], "'cols' is not of the form key=value"),
-        (["domination", "rows=8", "cols=8", "--solver", "backtrack"], "supports solver highs"),
+        (["domination", "rows=8", "cols=8", "--solver", "backtrack"], "solver auto, highs, scip"),
         (["domination", "rows=8", "cols=8", "--time-limit", "0"], "time_limit must be > 0"),
         (["domination", "rows=8", "cols=8", "colour=2"], "colour: unknown key"),
         (

@@ -32,9 +32,9 @@ KNOWN = [
 SLOW = [([6, 6], 3, "0:0,5", 2, 16), ([8, 8], 3, "0:0,7", 2, 28), ([5, 5, 5], 5, "0:0,4", 3, 28)]
 
 
-def split_solve(dims, k, text, width, cutoff=None, incumbent=None):
+def split_solve(dims, k, text, width, cutoff=None, incumbent=None, solver="highs"):
     """Solve every part in this process; returns (combined, number of parts)."""
-    proof = Proof("no_k_in_row", {"dims": dims, "k": k}, text, width, Limits(60))
+    proof = Proof("no_k_in_row", {"dims": dims, "k": k}, text, width, Limits(60), solver=solver)
     _, _, split, _ = build(proof)
     rows = [solve_one(proof, part.index, cutoff, proof.limits, "t") for part in split.parts]
     assert all(r["verified"] is not False for r in rows)
@@ -56,6 +56,18 @@ def test_split_proves_the_known_optimum(dims, k, text, width, optimum):
     # the parts prove nothing better exists.
     combined, _ = split_solve(dims, k, text, width, cutoff=optimum - 1, incumbent=optimum)
     assert combined.proven and combined.bound >= optimum and combined.objective == optimum
+
+
+def test_split_proves_with_scip_parts():
+    # Seed 001: 6×7, k = 5 → 8, and A181018: 4×4, k = 3 keeps 9, removes 7.
+    for dims, k, text, width, optimum in KNOWN[:2]:
+        combined, parts = split_solve(dims, k, text, width, solver="scip")
+        assert combined.proven and (combined.objective, combined.bound) == (optimum, optimum)
+    proof = Proof("no_k_in_row", {"dims": [6, 7], "k": 5}, "0:0,5", 3, Limits(60), solver="scip")
+    row = solve_one(proof, 0, None, proof.limits, "t")
+    assert (row["solver"], row["solver_version"][:3]) == ("scip-split-part", "6.3")
+    with pytest.raises(BadInput, match="prove runs highs or scip"):
+        build(Proof("no_k_in_row", {"dims": [6, 7], "k": 5}, "0:0", 1, Limits(1), solver="x"))
 
 
 def test_symmetry_keeps_one_part_per_orbit_and_coverage_is_checked():
@@ -102,7 +114,7 @@ def test_prove_on_a_local_cluster_resumes_and_rechecks(prefect_api, tmp_path):
             "SELECT solver, count(*), count(subproblem), count(certificate) FROM results "
             "GROUP BY 1 ORDER BY 1",
         )
-        parts = ("highs-split-part", 6, 6, 0)
+        parts = ("highs-split-part", 6, 6, 0)  # Proof's solver is highs unless told
         assert rows == [("highs", 1, 0, 0), ("highs-split", 1, 0, 1), parts]
 
         # A killed run lost three parts: the re-run (with the cutoff) solves those only.

@@ -71,7 +71,7 @@ def spec(family: str, grid: str, head: str = "") -> str:
         (spec("domination", "rows = 3\ncols = 3", "time_limit = -1\n"), ["time_limit"]),
         (
             spec("domination", "rows = 3\ncols = 3", 'solver = "backtrack"\n'),
-            ["supports solver highs"],
+            ["supports solver auto, highs, scip"],
         ),
         ('[[study]]\nfamily = "domination"\n', ["name: Field required"]),
         (

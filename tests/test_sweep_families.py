@@ -24,6 +24,7 @@ k = 3
 
 [[study]]
 family = "domination"
+count = true
 [study.grid]
 piece = "knight"
 rows = "2..3"
@@ -66,6 +67,15 @@ def test_a_sweep_solves_each_canonical_instance_once(prefect_api, tmp_path):
         "SELECT rows, cols, objective FROM results WHERE family = 'domination' ORDER BY rows, cols",
     )
     assert rows == [(2, 2, 4.0), (2, 3, 4.0), (3, 2, 4.0), (3, 3, 4.0)]
+    # The study asked for counts of the optima (issue 12): OEIS A006076 gives 1 and 2
+    # inequivalent minimum covers of 2×2 and 3×3; 2×3 (and 3×2, carried over) has 4
+    # covers of 4 knights, 2 up to the rectangle's symmetries (domination.exhaustive_count).
+    _, rows = catalog.query(
+        results,
+        "SELECT rows, cols, solutions, inequivalent FROM results "
+        "WHERE family = 'domination' ORDER BY rows, cols",
+    )
+    assert rows == [(2, 2, 1, 1), (2, 3, 4, 2), (3, 2, 4, 2), (3, 3, 8, 2)]
     _, rows = catalog.query(
         results,
         "SELECT start, objective, solve_seconds = 0 FROM results "
