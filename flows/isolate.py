@@ -226,7 +226,6 @@ def _failed(
         "solve_seconds": seconds,
         "started_at": datetime.fromtimestamp(started, UTC),
         "finished_at": datetime.now(UTC),
-        "_lost_child": True,
         **dict.fromkeys(("objective", "bound", "gap", "nodes", "solution", "verified")),
         **{k: request[k] for k in ("family", "solver", "time_limit", "node_limit")},
     }

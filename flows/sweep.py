@@ -49,7 +49,7 @@ from puzzlesweep.flows.faults import (
 )
 from puzzlesweep.flows.progress import Progress
 from puzzlesweep.flows.spec import load
-from puzzlesweep.solve import canonical_instance, carry_over, empty_row
+from puzzlesweep.solve import empty_row, solve_classes
 
 RETRIES = 2  # extra attempts of a batch after a transient failure (Prefect task retries)
 #: Called with (state, message) once a run that was interrupted (`interrupted`, None)
@@ -214,14 +214,9 @@ def _solve_rows(batch: Batch, family, memory_limit: int | None) -> list[dict]:
 
     worker, worker_memory = _worker()
     child = child_for_thread(memory_limit or worker_memory)
-    classes: dict[str, list] = {}  # equivalent instances (same instance_key) together
-    for raw in batch.params:
-        instance = Instance(batch.family, make_params(family.Params, raw))
-        classes.setdefault(instance.key, []).append(instance)
-    rows = []
-    for members in classes.values():
-        # one solve per class, of its canonical form; every member's row carries it over
-        canonical = canonical_instance(members[0])
+    instances = [Instance(batch.family, make_params(family.Params, raw)) for raw in batch.params]
+
+    def solve_canonical(canonical: Instance) -> dict:
         request = {
             "family": batch.family,
             "params": canonical.params.model_dump(),
@@ -230,10 +225,9 @@ def _solve_rows(batch: Batch, family, memory_limit: int | None) -> list[dict]:
             "node_limit": batch.limits.node_limit,
             "count": batch.count,
         }
-        solved = empty_row(canonical, batch.solver, batch.limits)
-        solved.update(child.solve(request))
-        solved.pop("_lost_child", None)
-        rows.extend(carry_over(solved, m, i > 0) for i, m in enumerate(members))
+        return {**empty_row(canonical, batch.solver, batch.limits), **child.solve(request)}
+
+    rows = solve_classes(instances, solve_canonical)
     for row in rows:
         row.update(
             run_id=batch.run_id,

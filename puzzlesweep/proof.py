@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from puzzlesweep import __version__, catalog, puzzles
-from puzzlesweep.core import BadInput, Instance, InvalidSolution, make_params
-from puzzlesweep.solve import MIP_SOLVERS, empty_row, mip_engine, result_fields
+from puzzlesweep.core import BadInput, Instance, make_params
+from puzzlesweep.solve import MIP_SOLVERS, empty_row, mip_engine, result_fields, verified_fields
 from puzzlesweep.solvers import Limits, highs, relative_gap
 from puzzlesweep.solvers import split as splitting
 
@@ -92,19 +92,12 @@ def build(proof: Proof) -> tuple[Instance, highs.MipModel, splitting.Split, str]
 
 def _verified(family, params, result) -> dict:
     """The solution fields of a row from a solver result whose solution is a raw MIP
-    column vector: encoded solution, verified, the verifier's count as the objective
-    (when it matches the solver's), and the verifier's message as error."""
+    column vector (`from_mip`, then the one check `solve.verified_fields`)."""
     if result.solution is None:
-        return {"solution": None, "verified": None, "objective": result.objective}
+        return {"solution": None, "verified": None}
     decoded = family.from_mip(params, result.solution)
-    fields = {"solution": family.encode(decoded), "objective": result.objective}
-    try:
-        value = family.verify(params, decoded)
-    except InvalidSolution as exc:
-        return {**fields, "verified": False, "error": f"verifier: {exc}"}
-    if result.objective is None or abs(value - result.objective) > 1e-6:
-        return {**fields, "verified": False, "error": f"verifier recomputed {value}"}
-    return {**fields, "verified": True, "objective": float(value)}
+    checked = verified_fields(family, params, decoded, result.objective)
+    return {**checked, "error": checked["error"] or result.message}
 
 
 def solve_whole(proof: Proof, limits: Limits, run_id: str) -> dict:
@@ -350,10 +343,11 @@ def recheck(catalog_path: str, proof: Proof, resolve_seconds: float | None = Non
         problems.append(f"bound {claimed_bound} claimed, the parts prove {_json_number(bound)}")
     if combined["solution"] is not None:
         try:
-            value = family.verify(instance.params, family.decode(combined["solution"]))
-        except (InvalidSolution, ValueError) as exc:
-            problems.append(f"the solution does not verify: {exc}")
+            solution = family.decode(combined["solution"])
+        except ValueError as exc:
+            problems.append(f"the solution does not decode: {exc}")
         else:
-            if combined["objective"] is None or abs(value - combined["objective"]) > 1e-6:
-                problems.append(f"the solution removes {value}, not {combined['objective']}")
+            checked = verified_fields(family, instance.params, solution, combined["objective"])
+            if checked["error"]:
+                problems.append(f"the solution does not verify: {checked['error']}")
     return problems

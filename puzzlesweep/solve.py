@@ -1,17 +1,20 @@
 """Solve one instance end to end: build, solve, decode, verify. Knows no orchestration.
 
 `solve_instance(instance, solver, limits)` is what the CLI's `solve` and each batch's
-child process call; a batch solves one `canonical_instance` per class of equivalent
-instances and makes every member's row with `carry_over` (`solve_instances` does the
-same in one process). They never raise for a failing model, solver or verifier:
-the failure becomes a result with status `error` and its message, so a batch always
-reports every instance.
+child process call. `solve_classes` is the one grouping of equivalent instances: a batch
+(or `solve_instances`, in one process) solves one `canonical_instance` per class and
+makes every member's row with `carry_over`. `verified_fields` is the one path from a
+decoded answer to a verified row's fields, used here, by proofs and by re-checks of
+stored rows. Nothing here raises for a failing model, solver or verifier: the failure
+becomes a result with status `error` and its message, so a batch always reports every
+instance.
 """
 
 import math
 import socket
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -20,7 +23,6 @@ from puzzlesweep import puzzles
 from puzzlesweep.core import BadInput, Instance, InvalidSolution
 from puzzlesweep.solvers import Limits, SolverResult
 
-SOLVERS = ("auto", "highs", "scip", "backtrack")
 #: The engines that take a family's MIP (`model`, `from_mip`).
 MIP_SOLVERS = ("highs", "scip")
 
@@ -150,28 +152,33 @@ def result_fields(result: SolverResult) -> dict[str, Any]:
     }
 
 
+def verified_fields(family, params, solution: Any, claimed: float | None) -> dict[str, Any]:
+    """The one check of an answer: `solution` (decoded, for `params`) encoded, and
+    verified by the family's verifier against the `claimed` objective. Returns
+    {"solution": text, "verified": bool, "error": None or why} plus, when it holds,
+    "objective": the verifier's recomputed value (so a row's objective is never the
+    solver's float alone). Never raises for a solution that breaks the rules."""
+    fields: dict[str, Any] = {"solution": family.encode(solution)}
+    try:
+        value = family.verify(params, solution)
+    except InvalidSolution as exc:
+        return {**fields, "verified": False, "error": f"verifier: {exc}"}
+    if claimed is None or not math.isclose(value, claimed, abs_tol=1e-6):
+        return {**fields, "verified": False, "error": f"verifier recomputed {value}, not {claimed}"}
+    return {**fields, "verified": True, "error": None, "objective": float(value)}
+
+
 def _fill(row: dict[str, Any], instance: Instance, result: SolverResult, decoded: Any) -> None:
     """Copy the solver's fields into `row`, carry the canonical solution back to the
-    instance, encode it and verify it against the instance's own params."""
-    family = puzzles.get(instance.family)
+    instance, and check it against the instance's own params (`verified_fields`)."""
     row.update(result_fields(result))
-    if decoded is None:
-        return
-    decoded = family.from_canonical(instance.params, decoded)
-    row["solution"] = family.encode(decoded)
-    try:
-        value = family.verify(instance.params, decoded)
-    except InvalidSolution as exc:
-        row.update(verified=False, error=f"verifier: {exc}")
-    else:
-        matches = result.objective is not None and math.isclose(
-            value, result.objective, abs_tol=1e-6
-        )
-        row["verified"] = matches
-        if matches:
-            row["objective"] = float(value)
-        else:
-            row["error"] = f"verifier recomputed {value}, solver said {result.objective}"
+    if decoded is not None:
+        family = puzzles.get(instance.family)
+        decoded = family.from_canonical(instance.params, decoded)
+        checked = verified_fields(family, instance.params, decoded, result.objective)
+        if checked["error"] is None:
+            checked["error"] = result.message
+        row.update(checked)
 
 
 def count_optima(instance: Instance, result: SolverResult, limits: Limits) -> dict[str, Any]:
@@ -212,47 +219,56 @@ def check_count(family: str, solver: str) -> None:
 def solve_instances(
     instances: list[Instance], solver: str, limits: Limits, count: bool = False
 ) -> list[dict[str, Any]]:
-    """One result row per instance, in order (the fields of `solve_instance`).
+    """One result row per instance, in order (the fields of `solve_instance`), each
+    class of equivalent instances solved once in this process (`solve_classes`).
+    Solver `auto` is resolved per class (`resolve_solver`) and the row names the
+    engine. With `count`, a proven optimum also gets `solutions` and `inequivalent`
+    (`count_optima`; their seconds are not in `solve_seconds`). Never raises for a
+    failing model, solver or verifier."""
+    return solve_classes(instances, lambda canonical: _solve(canonical, solver, limits, count))
 
-    Instances that share an `instance_key` are equivalent: the first is solved (as its
-    canonical form) and every later one becomes an *equivalent row*: `equivalent` True,
-    the same status and bound, the solution carried to its own params by the symmetry and
-    verified again, `solve_seconds` 0 and `nodes` 0. Solver `auto` is resolved per
-    instance (`resolve_solver`) and the row names the engine. With `count`, a proven
-    optimum also gets `solutions` and `inequivalent` (`count_optima`; their seconds are
-    not in `solve_seconds`). Never raises for a failing model, solver or verifier."""
-    solved: dict[str, tuple[SolverResult, Any, dict]] = {}
-    rows = []
-    for instance in instances:
-        row = empty_row(instance, solver, limits)
-        t0 = time.perf_counter()
-        try:
-            engine = resolve_solver(instance, solver)
-            row["solver"] = engine
-            if instance.key in solved:
-                result, decoded, counted = solved[instance.key]
-                result = replace(result, seconds=0.0, nodes=0)
-                row["equivalent"] = True
-            else:
-                result, decoded = _run_solver(instance, engine, limits)
-                counted = count_optima(instance, result, limits) if count else {}
-                solved[instance.key] = (result, decoded, counted)
-            _fill(row, instance, result, decoded)
-            if not row["equivalent"]:  # the wall time from the start of building the model
-                row["solve_seconds"] = max(row["solve_seconds"] or 0.0, time.perf_counter() - t0)
-            if counted.get("error") and row["error"] is None:
-                row["error"] = counted["error"]
-            row.update(solutions=counted.get("solutions"), inequivalent=counted.get("inequivalent"))
-        except Exception as exc:  # one crashing instance must not lose the batch
-            last = traceback.extract_tb(exc.__traceback__)[-1]
-            row.update(
-                status="error", error=f"{type(exc).__name__}: {exc} ({last.name}:{last.lineno})"
-            )
-        if row["solve_seconds"] is None:
-            row["solve_seconds"] = time.perf_counter() - t0
-        row["finished_at"] = datetime.now(UTC)
-        rows.append(row)
+
+def solve_classes(
+    instances: list[Instance], solve_canonical: Callable[[Instance], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """One row per instance, in order: the instances that share an `instance_key` are
+    equivalent, so `solve_canonical` (in this process, or in a batch's child process)
+    runs once per class, on its `canonical_instance`, and every member's row is made
+    from that answer by `carry_over` (the first member's as solved, every later one an
+    *equivalent row*: `equivalent` True, solve_seconds and nodes 0)."""
+    classes: dict[str, list[int]] = {}
+    for index, instance in enumerate(instances):
+        classes.setdefault(instance.key, []).append(index)
+    rows: list[dict[str, Any]] = [{} for _ in instances]
+    for members in classes.values():
+        solved = solve_canonical(canonical_instance(instances[members[0]]))
+        for n, index in enumerate(members):
+            rows[index] = carry_over(solved, instances[index], n > 0)
     return rows
+
+
+def _solve(instance: Instance, solver: str, limits: Limits, count: bool) -> dict[str, Any]:
+    """The row of one instance solved as it is in this process (see `solve_instance`)."""
+    row = empty_row(instance, solver, limits)
+    t0 = time.perf_counter()
+    try:
+        engine = resolve_solver(instance, solver)
+        row["solver"] = engine
+        result, decoded = _run_solver(instance, engine, limits)
+        counted = count_optima(instance, result, limits) if count else {}
+        _fill(row, instance, result, decoded)
+        # the wall time from the start of building the model
+        row["solve_seconds"] = max(row["solve_seconds"] or 0.0, time.perf_counter() - t0)
+        if counted.get("error") and row["error"] is None:
+            row["error"] = counted["error"]
+        row.update(solutions=counted.get("solutions"), inequivalent=counted.get("inequivalent"))
+    except Exception as exc:  # one crashing instance must not lose the batch
+        last = traceback.extract_tb(exc.__traceback__)[-1]
+        row.update(status="error", error=f"{type(exc).__name__}: {exc} ({last.name}:{last.lineno})")
+    if row["solve_seconds"] is None:
+        row["solve_seconds"] = time.perf_counter() - t0
+    row["finished_at"] = datetime.now(UTC)
+    return row
 
 
 def solve_instance(
@@ -287,14 +303,7 @@ def recheck(family_name: str, row: dict[str, Any]) -> str | None:
         solution = family.decode(row["solution"])
     except (ValueError, IndexError) as exc:
         return f"solution text does not decode: {exc}"
-    try:
-        value = family.verify(params, solution)
-    except InvalidSolution as exc:
-        return f"verifier: {exc}"
-    objective = row.get("objective")
-    if objective is not None and not math.isclose(value, objective, abs_tol=1e-6):
-        return f"verifier recomputed {value}, the catalog says {objective}"
-    return None
+    return verified_fields(family, params, solution, row.get("objective"))["error"]
 
 
 def canonical_instance(instance: Instance) -> Instance:
@@ -324,12 +333,9 @@ def carry_over(row: dict[str, Any], instance: Instance, equivalent: bool) -> dic
         return new  # no solution, or the very instance `row` solved and verified
     try:
         decoded = family.from_canonical(instance.params, family.decode(row["solution"]))
-        new["solution"] = family.encode(decoded)
-        value = family.verify(instance.params, decoded)
-    except (InvalidSolution, ValueError) as exc:
-        new.update(verified=False, error=f"verifier: {exc}")
-        return new
-    objective = row.get("objective")
-    holds = objective is not None and math.isclose(value, objective, abs_tol=1e-6)
-    new["verified"] = bool(holds and row.get("verified") is not False)
-    return new
+    except ValueError as exc:
+        return {**new, "verified": False, "error": f"verifier: {exc}"}
+    checked = verified_fields(family, instance.params, decoded, row.get("objective"))
+    checked["verified"] = checked["verified"] and row.get("verified") is not False
+    checked["error"] = checked["error"] or row.get("error")
+    return {**new, **checked}
