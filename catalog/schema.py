@@ -82,6 +82,8 @@ RUN_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("batches", pa.int64()),
     ("batch_size", pa.int64()),
     ("force", pa.bool_()),
+    ("flow_run_url", pa.string()),
+    ("dask_dashboard_url", pa.string()),
     ("puzzlesweep_version", pa.string()),
     ("highs_version", pa.string()),
     ("prefect_version", pa.string()),

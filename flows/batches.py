@@ -115,6 +115,7 @@ class Planner:
         self.left = {key: sum(map(len, groups[key].values())) for key in order}
         self.measured: dict[tuple, tuple[float, int]] = {}  # group -> (seconds, jobs)
         self.probing: dict[tuple, int] = {}  # group -> its probes not reported yet
+        self.out: dict[int, tuple] = {}  # batch number -> its group, until recorded
         self.planned = 0
 
     def per_job(self, group: tuple) -> float | None:
@@ -160,8 +161,25 @@ class Planner:
         batch = Batch.of(
             self.run_id, self.sweep, family, solver, limits, params, self.planned, count
         )
+        self.out[batch.number] = chosen
         self.planned += 1
         return batch
+
+    def seconds_left(self, in_flight: dict[int, int]) -> float | None:
+        """Estimated wall seconds until every job is done: the jobs not handed out, and
+        `in_flight` ({batch number: its jobs not finished yet}), each at its group's
+        measured seconds per job (a group not measured yet at the mean of the measured
+        ones), shared by the workers. None before any group is measured. Safe to call
+        from another thread than the one handing out batches."""
+        measured = dict(self.measured)
+        if not measured:
+            return None
+        per_job = {g: max(seconds / jobs, 1e-6) for g, (seconds, jobs) in measured.items()}
+        prior = sum(per_job.values()) / len(per_job)
+        work = sum(left * per_job.get(g, prior) for g, left in dict(self.left).items())
+        out = dict(self.out)
+        work += sum(n * per_job.get(out.get(b), prior) for b, n in in_flight.items())
+        return work / self.workers
 
     def _group(self) -> tuple | None:
         """The group of the next batch (counting it as a probe when it is one), or None."""
@@ -178,6 +196,7 @@ class Planner:
         """Learn that `batch` took `seconds` of wall time in its worker (None: it failed,
         which only ends its probe)."""
         group = (batch.family, batch.solver, batch.limits, batch.count)
+        self.out.pop(batch.number, None)
         if self.size is None and group not in self.measured:  # then it was a probe
             self.probing[group] -= 1
         if seconds is not None:

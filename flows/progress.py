@@ -1,14 +1,22 @@
-"""Progress of a running sweep, for people: Prefect artifacts and in-process listeners.
+"""Progress of a running sweep, for people: per instance, with an estimate of the time left.
 
-`Progress` is what the sweep flow calls as batches finish. It keeps a Prefect progress
-artifact up to date (percent of instances done), publishes a table artifact with the
-run's counts by status when the run ends, and calls every listener registered in this
-process (`listen`), which is how `puzzlesweep run` draws its progress bar. Artifact keys
-allow only lowercase letters, digits and dashes (DESIGN.md), so they are derived from the
+`Progress` is what a sweep calls as its work moves: `submitted` when a batch goes out,
+`instance_done` when a worker reports a finished instance (Dask events, see
+`flows.sweep`), `batch_done` when a batch's rows are committed and `batch_failed` when
+it failed every attempt. It keeps a Prefect progress artifact up to date (percent of
+instances done), publishes a table artifact with the run's counts by status and where
+to look at them when the run ends, and calls every listener registered in this process
+(`listen`), which is how `puzzlesweep run` draws its progress bar. Artifact keys allow
+only lowercase letters, digits and dashes (DESIGN.md), so they are derived from the
 sweep name that way.
+
+Instances reported by a worker but not committed yet count as done in the display (a
+worker lost before its commit takes them back: its batch is solved again); the run's
+counts by status and its row in `runs` count only committed rows.
 """
 
 import re
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -23,24 +31,21 @@ from prefect.artifacts import (
 
 @dataclass
 class Snapshot:
-    """Where a run stands: instances done and planned (counts), counts by status, and
-    seconds since the first batch was submitted."""
+    """Where a run stands: instances done and planned (counts), counts by status of the
+    committed rows, seconds since the run's first batch was submitted, and the
+    estimated seconds left (None before any estimate)."""
 
     run_id: str
     done: int
     total: int
     counts: dict[str, int]
     seconds: float
+    seconds_left: float | None = None
 
     @property
     def rate(self) -> float:
-        """Instances per second so far (0 before the first batch ends)."""
+        """Instances per second so far (0 before the first instance ends)."""
         return self.done / self.seconds if self.seconds > 0 else 0.0
-
-    @property
-    def seconds_left(self) -> float | None:
-        """Estimated seconds to finish at the rate so far; None before any batch ends."""
-        return (self.total - self.done) / self.rate if self.rate > 0 else None
 
 
 Listener = Callable[[Snapshot], None]
@@ -48,8 +53,8 @@ _listeners: list[Listener] = []
 
 
 def listen(listener: Listener) -> Callable[[], None]:
-    """Call `listener(snapshot)` after every batch of every sweep run in this process;
-    returns a function that stops it."""
+    """Call `listener(snapshot)` whenever a sweep run in this process moves (an
+    instance or a batch ends); returns a function that stops it."""
     _listeners.append(listener)
     return lambda: _listeners.remove(listener)
 
@@ -61,15 +66,23 @@ def artifact_key(text: str) -> str:
 
 @dataclass
 class Progress:
-    """The progress of one run of `total` instances of sweep `sweep`."""
+    """The progress of one run of `total` instances of sweep `sweep`.
+
+    estimate(in_flight): seconds left, given {batch number: instances of it not
+    reported yet} for the batches out (the planner's measured seconds per instance of
+    each group, shared by the workers); None while nothing is measured. Thread-safe:
+    workers' reports arrive in the Dask client's thread."""
 
     run_id: str
     sweep: str
     total: int
+    estimate: Callable[[dict[int, int]], float | None] = lambda in_flight: None
     counts: Counter = field(default_factory=Counter)
-    done: int = 0
+    committed: int = 0
     started: float = field(default_factory=time.perf_counter)
     artifact: object = None
+    _out: dict[int, list[int]] = field(default_factory=dict)  # number -> [size, reported]
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.artifact = create_progress_artifact(
@@ -79,32 +92,70 @@ class Progress:
         )
         self._notify()
 
-    def advance(self, instances: int, counts: dict[str, int]) -> Snapshot:
-        """Record a finished batch of `instances` with `counts` by status."""
-        self.done += instances
-        self.counts.update(counts)
-        update_progress_artifact(self.artifact, 100.0 * self.done / max(self.total, 1))
+    @property
+    def done(self) -> int:
+        """Instances committed, plus those reported by workers in batches not committed."""
+        with self._lock:
+            return self.committed + sum(min(r, n) for n, r in self._out.values())
+
+    def submitted(self, number: int, instances: int) -> None:
+        """Batch `number` of `instances` went out."""
+        with self._lock:
+            self._out[number] = [instances, 0]
+
+    def instance_done(self, number: int, instances: int) -> None:
+        """A worker finished `instances` more of batch `number` (ignored once the batch
+        is committed or failed: a late or repeated event)."""
+        with self._lock:
+            if number not in self._out:
+                return
+            self._out[number][1] += instances
+        self._notify()
+
+    def batch_done(self, number: int, instances: int, counts: dict[str, int]) -> Snapshot:
+        """Batch `number` committed `instances` rows with `counts` by status."""
+        with self._lock:
+            self._out.pop(number, None)
+            self.committed += instances
+            self.counts.update(counts)
+        update_progress_artifact(self.artifact, 100.0 * self.committed / max(self.total, 1))
         return self._notify()
 
-    def finish(self) -> None:
-        """Publish the run's table artifact: one row per status with its count."""
+    def batch_failed(self, number: int) -> None:
+        """Batch `number` failed every attempt: its instances are not done."""
+        with self._lock:
+            self._out.pop(number, None)
+        self._notify()
+
+    def finish(self, links: dict[str, str | None]) -> None:
+        """Publish the run's table artifact: one row per status with its count, and in
+        its description each of `links` (name → URL or command) that is not None."""
         rows = [{"status": s, "instances": n} for s, n in sorted(self.counts.items())]
-        rows.append({"status": "all", "instances": self.done})
+        rows.append({"status": "all", "instances": self.committed})
+        where = "".join(f"\n- {name}: {url}" for name, url in links.items() if url)
         create_table_artifact(
             table=rows,
             key=artifact_key(f"{self.sweep}-summary"),
-            description=f"run {self.run_id} of sweep {self.sweep}: {self.done} of "
-            f"{self.total} instances solved",
+            description=f"run {self.run_id} of sweep {self.sweep}: {self.committed} of "
+            f"{self.total} instances solved{where}",
         )
 
-    def _notify(self) -> Snapshot:
-        snapshot = Snapshot(
+    def snapshot(self) -> Snapshot:
+        """Where the run stands now."""
+        with self._lock:
+            left = {number: max(0, n - r) for number, (n, r) in self._out.items()}
+            counts = dict(self.counts)
+        return Snapshot(
             self.run_id,
             self.done,
             self.total,
-            dict(self.counts),
+            counts,
             time.perf_counter() - self.started,
+            self.estimate(left) if self.done < self.total else 0.0,
         )
+
+    def _notify(self) -> Snapshot:
+        snapshot = self.snapshot()
         for listener in list(_listeners):
             listener(snapshot)
         return snapshot

@@ -2,7 +2,8 @@
 
 The logic of an attempt (its handle `Proof`, one part's solve, the combined row and
 its certificate, the re-check) is in `puzzlesweep.proof`; this module only submits and
-collects. Each part is a Prefect task on Dask (a part runs for tens of seconds or more,
+collects, through the submit loop that sweeps use (`flows.submit`). Each part is a
+Prefect task on Dask (a part runs for tens of seconds or more,
 so the 0.2 s per task is no concern); its row is written by the task itself before it
 returns, so a killed run loses only the parts in flight, and a re-run solves only the
 parts whose stored row is not final (`proof.is_done`). At most one part per worker is
@@ -18,9 +19,10 @@ from uuid import uuid4
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
-from prefect.futures import as_completed
 
 from puzzlesweep import catalog
+from puzzlesweep.flows.cluster import configured_api, dask_cluster, prefect_api, worker_identity
+from puzzlesweep.flows.submit import submit_all
 from puzzlesweep.proof import (
     PROBE_FIELDS,
     Proof,
@@ -47,13 +49,11 @@ def solve_part(
     `limits` (seconds), with objective <= `cutoff` when given, and write its row to
     the catalog at `path` (its own commit) before returning it.
     Raises OSError when the catalog cannot be written (Prefect retries twice)."""
-    from puzzlesweep.flows.sweep import _worker
-
     if index is None:
         row, label = solve_whole(proof, limits, run_id), "probe"
     else:
         row, label = solve_one(proof, index, cutoff, limits, run_id), f"{index:05d}"
-    row["worker"] = _worker()[0]
+    row["worker"] = worker_identity()[0]
     write_row(path, proof, row, label)
     return row
 
@@ -104,31 +104,29 @@ def prove(
         return replace_limits(proof.limits, seconds) if seconds >= 1.0 else None
 
     solved = 0
-    inflight: dict = {}
     # the probe (None) runs beside the first part; parts started after it ends get its
     # incumbent as their cutoff
     queue: list[int | None] = ([None] if probe_seconds > 0 and probe is None else []) + todo
-    while queue or inflight:
-        while queue and len(inflight) < max(1, workers) and (limits := limits_now()):
-            index = queue.pop(0)
-            if index is None:
-                limits = replace_limits(limits, min(probe_seconds, limits.time_limit))
-            cutoff = cutoff_for(proof, best_row([*parts.values(), probe]), integral)
-            future = solve_part.submit(proof, index, cutoff, limits, run_id, catalog_path)
-            inflight[future] = index
-        if not inflight:
-            break  # out of wall time: the rest stays missing
-        future = next(as_completed(list(inflight)))
-        index = inflight.pop(future)
-        try:
-            row = future.result()
-        except Exception as exc:  # a part that failed every attempt stays missing
-            logger.error("part %s failed: %s: %s", index, type(exc).__name__, exc)
-            continue
+
+    def submit_next():
+        if not queue or (limits := limits_now()) is None:
+            return None  # out of wall time: the rest stays missing
+        index = queue.pop(0)
+        if index is None:
+            limits = replace_limits(limits, min(probe_seconds, limits.time_limit))
+        cutoff = cutoff_for(proof, best_row([*parts.values(), probe]), integral)
+        name = "probe" if index is None else f"part-{index:05d}"
+        future = solve_part.with_options(task_run_name=name).submit(
+            proof, index, cutoff, limits, run_id, catalog_path
+        )
+        return index, future
+
+    def on_result(index: int | None, row: dict) -> None:
+        nonlocal probe, solved
         if index is None:
             probe = row
             logger.info("probe: %s, objective %s, bound %s", *map(row.get, PROBE_FIELDS))
-            continue
+            return
         parts[index] = row
         solved += 1
         logger.info(
@@ -139,6 +137,12 @@ def prove(
             row["objective"],
             json.loads(row["subproblem"])["lower"],
         )
+
+    def on_failure(index: int | None, exc: Exception) -> bool:
+        logger.error("part %s failed: %s: %s", index, type(exc).__name__, exc)
+        return False  # a part that failed every attempt stays missing
+
+    submit_all(submit_next, max(1, workers), on_result, on_failure)
     row = combined_row(proof, parts, probe, run_id)
     write_row(catalog_path, proof, row, "combined")
     missing = [i for i in range(len(split.parts)) if i not in parts]
@@ -174,22 +178,24 @@ def run_prove(
     `workers` single-threaded processes) under the configured or a temporary Prefect
     API, as `flows.sweep.run_sweep` does. Returns the flow's report plus "scheduler"
     and "dashboard". Raises BadInput for a bad split or address."""
-    from prefect.settings import PREFECT_API_URL
+    from prefect import tags
     from prefect_dask import DaskTaskRunner
 
     from puzzlesweep.flows.api import TemporaryAPI
-    from puzzlesweep.flows.sweep import dask_cluster, prefect_api
 
     build(proof)  # bad input fails before any cluster starts
     say = announce or (lambda line: None)
-    api = None if PREFECT_API_URL.value() else TemporaryAPI()  # starts with the cluster
+    api = None if configured_api() else TemporaryAPI()  # starts with the cluster
     with (
         api or nullcontext(),
         dask_cluster(address, workers, dashboard_address, connect_timeout) as cluster,
     ):
         scheduler, dashboard, found = cluster
         say(f"Dask scheduler {scheduler}, {found} workers, dashboard {dashboard or '(none)'}")
-        with prefect_api(api):
-            flow_ = prove.with_options(task_runner=DaskTaskRunner(address=scheduler))
+        with prefect_api(api), tags(f"sweep:prove-{proof.key}", f"family:{proof.family}"):
+            flow_ = prove.with_options(
+                task_runner=DaskTaskRunner(address=scheduler),
+                flow_run_name=f"prove {proof.family} {proof.key} {datetime.now():%Y-%m-%d %H:%M}",
+            )
             report = flow_(proof, catalog_path, max(1, found), probe_seconds, wall_seconds)
     return {**report, "scheduler": scheduler, "dashboard": dashboard}

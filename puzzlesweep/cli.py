@@ -324,13 +324,13 @@ def interruptible(stop_seconds: float = STOP_SECONDS):
     """While a run goes on in this process: the first SIGINT or SIGTERM prints one line,
     silences the logs of what is being torn down, freezes this process's local Dask
     worker processes (SIGSTOP: no batch commits after this, and no nanny restarts them)
-    and asks the flow to stop (`sweep.request_stop`; KeyboardInterrupt when no flow
+    and asks the flow to stop (`submit.request_stop`; KeyboardInterrupt when no flow
     runs yet): the flow stops submitting and writes its row as `interrupted`, with the
     counts of the rows in the catalog, without an exception crossing Prefect. Then
     the frozen workers are killed (their solver children die with them) and the process
     exits with 128 + the signal (130 for Ctrl-C, 143 for SIGTERM), at the latest
     `stop_seconds` after the signal; a second signal exits at once."""
-    from puzzlesweep.flows import sweep
+    from puzzlesweep.flows import submit
 
     caught: list[int] = []
     frozen: list = []
@@ -360,7 +360,7 @@ def interruptible(stop_seconds: float = STOP_SECONDS):
         timer.daemon = True
         timer.start()
         frozen.extend(_freeze_local_workers())
-        if not sweep.request_stop():  # no flow loop to hear it: unwind from here
+        if not submit.request_stop():  # no flow loop to hear it: unwind from here
             raise KeyboardInterrupt
 
     def take_sigterm() -> None:  # over Prefect's bridge, in the flow's (main) thread
@@ -380,15 +380,15 @@ def interruptible(stop_seconds: float = STOP_SECONDS):
             worker.kill()
         leave(1)
 
-    sweep.after_stop.append(stopped)
-    sweep.on_flow_start.append(take_sigterm)
+    submit.after_stop.append(stopped)
+    submit.on_flow_start.append(take_sigterm)
     try:
         yield
     except KeyboardInterrupt:
         raise typer.Exit(128 + (caught[0] if caught else signal.SIGINT)) from None
     finally:
-        sweep.after_stop.remove(stopped)
-        sweep.on_flow_start.remove(take_sigterm)
+        submit.after_stop.remove(stopped)
+        submit.on_flow_start.remove(take_sigterm)
         for sig, old in previous.items():
             signal.signal(sig, old)
         if caught:
@@ -584,11 +584,13 @@ def run(
     except BadInput as exc:
         raise fail(str(exc)) from None
     from puzzlesweep.flows.api import TemporaryAPI
+    from puzzlesweep.flows.cluster import configured_api
 
     # the temporary Prefect API (about 8 s) starts first, while Prefect is imported here
-    api = None if os.environ.get("PREFECT_API_URL") else TemporaryAPI()
+    api = None if configured_api() else TemporaryAPI()
     with interruptible(), api or nullcontext(), run_errors():
-        from puzzlesweep.flows.sweep import check_address, run_sweep
+        from puzzlesweep.flows.cluster import check_address
+        from puzzlesweep.flows.sweep import run_sweep
 
         quiet_dask()
         if address:
@@ -688,7 +690,7 @@ def prove(
     except (BadInput, ValueError) as exc:
         raise fail(f"{family}: {exc}") from None
     from puzzlesweep.flows.prove import run_prove
-    from puzzlesweep.flows.sweep import check_address
+    from puzzlesweep.flows.cluster import check_address
 
     if check:
         problems = recheck(catalog_path, proof)

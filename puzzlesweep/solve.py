@@ -229,13 +229,16 @@ def solve_instances(
 
 
 def solve_classes(
-    instances: list[Instance], solve_canonical: Callable[[Instance], dict[str, Any]]
+    instances: list[Instance],
+    solve_canonical: Callable[[Instance], dict[str, Any]],
+    done: Callable[[int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per instance, in order: the instances that share an `instance_key` are
     equivalent, so `solve_canonical` (in this process, or in a batch's child process)
     runs once per class, on its `canonical_instance`, and every member's row is made
     from that answer by `carry_over` (the first member's as solved, every later one an
-    *equivalent row*: `equivalent` True, solve_seconds and nodes 0)."""
+    *equivalent row*: `equivalent` True, solve_seconds and nodes 0). `done(n)`, when
+    given, is called after each class with its number of instances."""
     classes: dict[str, list[int]] = {}
     for index, instance in enumerate(instances):
         classes.setdefault(instance.key, []).append(index)
@@ -244,6 +247,8 @@ def solve_classes(
         solved = solve_canonical(canonical_instance(instances[members[0]]))
         for n, index in enumerate(members):
             rows[index] = carry_over(solved, instances[index], n > 0)
+        if done is not None:
+            done(len(members))
     return rows
 
 

@@ -14,7 +14,8 @@ import pytest
 
 from puzzlesweep import catalog
 from puzzlesweep.core import BadInput
-from puzzlesweep.flows.sweep import check_address, run_sweep
+from puzzlesweep.flows.cluster import check_address
+from puzzlesweep.flows.sweep import run_sweep
 
 from .conftest import CLI, cli
 from .servers import Processes, free_port, wait_for

@@ -1,0 +1,284 @@
+"""Where a run's work goes: the Dask cluster, the Prefect API, and the watch over both.
+
+`dask_cluster` connects to a scheduler or starts a `LocalCluster`; `prefect_api` uses the
+configured Prefect API (`configured_api`) or a temporary one (`flows.api.TemporaryAPI`)
+and points the workers at it; `Watch` probes both while batches run; `worker_identity`
+and `warm_worker` run on the workers. Sweeps and proofs start their cluster and API
+through this module alone; it holds no puzzle logic.
+"""
+
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from puzzlesweep.core import BadInput
+from puzzlesweep.flows.api import TemporaryAPI
+
+
+def configured_api() -> str | None:
+    """The Prefect API URL this process's settings name (environment, profile or
+    prefect.toml), or None when none is configured and a run needs a temporary one."""
+    from prefect.settings import PREFECT_API_URL
+
+    return PREFECT_API_URL.value() or None
+
+
+ADDRESS = re.compile(r"^(tcp|tls)://[^\s:/]+:\d{1,5}$")
+
+
+def worker_identity() -> tuple[str, int | None]:
+    """(this worker's name, its memory limit per thread in bytes or None): the name a
+    Dask worker was given (`dask worker --name`) or else its address, and
+    `memory_limit / nthreads`; the host name outside Dask."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):
+        return os.uname().nodename, None
+    limit = worker.memory_manager.memory_limit
+    name = worker.name if isinstance(worker.name, str) and worker.name else worker.address
+    return name, (int(limit / max(1, worker.state.nthreads)) if limit else None)
+
+
+def report_to(topic: str | None, number: int) -> Callable[[int], None] | None:
+    """On a Dask worker, with a `topic`: a function that reports `n` more finished
+    instances of batch `number` as the event (number, n) under `topic` (read by
+    `worker_events` in the run's process); None elsewhere."""
+    if topic is None:
+        return None
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):
+        return None
+    return lambda n: worker.log_event(topic, [number, n])
+
+
+@contextmanager
+def worker_events(
+    scheduler: str | None,
+    topic: str | None,
+    handler: Callable[[int, int], None],
+    memory_limit: int | None = None,
+) -> Iterator[None]:
+    """While the block runs: a Dask client of `scheduler` that calls `handler(number,
+    n)` for each event under `topic` (`report_to`), in the client's thread. On entry it
+    also readies every worker for batches (`warm_worker`, not waited for). Nothing
+    without a scheduler."""
+    if scheduler is None or topic is None:
+        yield
+        return
+    from distributed import Client, fire_and_forget
+
+    with Client(scheduler) as client:
+        workers = client.scheduler_info(n_workers=-1).get("workers", {})
+        fire_and_forget(
+            [client.submit(warm_worker, memory_limit, workers=[w], pure=False) for w in workers]
+        )
+        client.subscribe_topic(topic, lambda event: handler(*event[1]))
+        try:
+            yield
+        finally:
+            client.unsubscribe_topic(topic)
+
+
+def warm_worker(memory_limit: int | None = None) -> str:
+    """A plain Dask task that readies its worker for batches while the run starts:
+    imports what a batch task runs (Prefect's task engine, the catalog, this module) and
+    starts the thread's child solver process (`solve_batch`'s, with the same
+    `memory_limit`), about 4 s per worker that the first batch would otherwise wait.
+    Returns the worker's address. Never fails: a warm-up that does not happen (seen: an
+    import `_DeadlockError` when a batch imports the same modules at the same moment on
+    a loaded machine, which Dask printed as a traceback) only costs the time it saves."""
+    worker, worker_memory = worker_identity()
+    try:
+        import prefect.task_engine  # noqa: F401
+        import prefect_dask  # noqa: F401
+
+        from puzzlesweep.flows.isolate import child_for_thread
+
+        child_for_thread(memory_limit or worker_memory).start()
+    except Exception:  # noqa: BLE001 (the first batch does it instead)
+        pass
+    return worker
+
+
+def answers(url: str, timeout: float = 2.0) -> bool:
+    """Does `url` answer a GET with 200 within `timeout` seconds? (A scheduler started
+    with `--no-dashboard` still names a dashboard link, which answers 404.)"""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status == 200
+    except (OSError, ValueError):
+        return False
+
+
+@contextmanager
+def prefect_api(api: TemporaryAPI | None = None) -> Iterator[str]:
+    """Use the configured Prefect API, or a temporary API server for the whole run
+    (`api`, started earlier by the caller, or a new one), and point this process and,
+    through the settings that the task runner ships with each task, every Dask worker at
+    it; otherwise each worker process would start its own (DESIGN.md, measured facts).
+    Stops the temporary server on exit (also `api` when an API is configured). Yields
+    the API URL. Raises flows.api.APIError when the temporary API does not start."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    if configured := configured_api():
+        if api is not None:
+            api.stop()
+        yield configured
+        return
+    with api or TemporaryAPI() as server:
+        url = server.url()
+        if url is None:  # its settings name an API that this process's settings do not
+            raise RuntimeError("Prefect's settings differ between this process and its child")
+        with temporary_settings(updates={PREFECT_API_URL: url}):
+            yield url
+
+
+def check_address(address: str) -> str:
+    """`address` if it is a Dask scheduler address `tcp://HOST:PORT` (or `tls://`);
+    raises BadInput naming it otherwise."""
+    if not ADDRESS.match(address) or not 0 < int(address.rsplit(":", 1)[1]) < 65536:
+        raise BadInput(f"--address {address!r} is not a Dask scheduler address tcp://HOST:PORT")
+    return address
+
+
+@contextmanager
+def dask_cluster(
+    address: str | None = None,
+    workers: int = 2,
+    dashboard_address: str | None = "127.0.0.1:8787",
+    timeout: float = 10.0,
+) -> Iterator[tuple[str, str | None, int]]:
+    """Connect to the scheduler at `address`, or start a `LocalCluster` of `workers`
+    single-threaded worker processes (its dashboard on `dashboard_address`, or another
+    free port if that one is taken; None: no dashboard) and close it afterwards.
+
+    Yields (scheduler address, dashboard URL or None, workers connected now). Raises
+    BadInput for a malformed address or a scheduler that does not answer in `timeout`
+    seconds. Workers of an existing cluster need only the installed package: tasks
+    carry handles (family, parameters, solver, limits), never code or models.
+
+    The local workers are started with SIGINT ignored (they inherit it), so a Ctrl-C at
+    the terminal, which reaches the whole process group, is handled by this process
+    alone: it decides what stops, and the workers end with it. A Ctrl-C during the few
+    seconds of the cluster's start is ignored too."""
+    from distributed import Client, LocalCluster
+
+    if address:
+        check_address(address)
+        try:
+            client = Client(address, timeout=timeout)
+        except (OSError, TimeoutError) as exc:
+            raise BadInput(
+                f"--address {address}: no Dask scheduler answered within {timeout:g} s ({exc})"
+            ) from None
+        with client:
+            found = len(client.scheduler_info(n_workers=-1).get("workers", {}))
+            link = client.dashboard_link
+            yield address, link if link and answers(link) else None, found
+        return
+    with _start_deaf_to_ctrl_c(
+        LocalCluster,
+        n_workers=workers,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=dashboard_address,
+    ) as cluster:
+        link = cluster.dashboard_link if dashboard_address else None
+        yield cluster.scheduler_address, link, workers
+
+
+def _start_deaf_to_ctrl_c(factory: Callable, **kwargs):
+    """`factory(**kwargs)` with SIGINT ignored in this process while it runs (in the
+    main thread only): the worker processes it starts inherit the ignoring."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return factory(**kwargs)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return factory(**kwargs)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+#: Seconds a Prefect API or Dask scheduler may fail its probes before the run stops.
+LOST_SECONDS = 4.0
+
+
+class Watch:
+    """While its `with` block runs, a daemon thread probes the Prefect API this process
+    uses (GET /health) and the Dask scheduler at `scheduler` (a TCP connection) every
+    second; when one has failed every probe for `LOST_SECONDS`, it calls
+    `on_lost(reason)` once (in its thread) and stops. A probe costs a millisecond or
+    two; nothing is probed that is not configured."""
+
+    def __init__(self, scheduler: str | None, on_lost: Callable[[str], None]):
+        self.api = configured_api()
+        self.scheduler = scheduler
+        self.on_lost = on_lost
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="run-watch", daemon=True)
+
+    def _api_answers(self) -> bool:
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(f"{self.api}/health", timeout=2) as response:
+                return response.status == 200
+        except OSError:
+            return False
+
+    def _scheduler_answers(self) -> bool:
+        import socket
+
+        host, port = self.scheduler.split("://", 1)[-1].rsplit(":", 1)
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=2).close()
+            return True
+        except OSError:
+            return False
+
+    def _run(self) -> None:
+        probes = []
+        if self.api:
+            probes.append((f"the Prefect API at {self.api} stopped answering", self._api_answers))
+        if self.scheduler:
+            probes.append(
+                (
+                    f"the Dask scheduler at {self.scheduler} stopped answering",
+                    self._scheduler_answers,
+                )
+            )
+        failing: dict[str, float] = {}
+        while probes and not self._done.wait(1.0):
+            for reason, probe in probes:
+                if probe():
+                    failing.pop(reason, None)
+                    continue
+                since = failing.setdefault(reason, time.monotonic())
+                if time.monotonic() - since >= LOST_SECONDS and not self._done.is_set():
+                    self._done.set()
+                    self.on_lost(f"{reason} (for {LOST_SECONDS:g} s)")
+                    return
+
+    def stop(self) -> None:
+        """Stop probing (the thread ends within a second)."""
+        self._done.set()
+
+    def __enter__(self) -> "Watch":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
