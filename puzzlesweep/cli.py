@@ -689,8 +689,8 @@ def prove(
         raise fail(f"{family}: {validation_message(exc)}") from None
     except (BadInput, ValueError) as exc:
         raise fail(f"{family}: {exc}") from None
-    from puzzlesweep.flows.prove import run_prove
     from puzzlesweep.flows.cluster import check_address
+    from puzzlesweep.flows.prove import run_prove
 
     if check:
         problems = recheck(catalog_path, proof)

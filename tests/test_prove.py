@@ -12,8 +12,8 @@ from deltalake import DeltaTable
 
 from puzzlesweep import catalog, puzzles
 from puzzlesweep.core import BadInput
-from puzzlesweep.flows.prove import run_prove
 from puzzlesweep.flows.cluster import dask_cluster
+from puzzlesweep.flows.prove import run_prove
 from puzzlesweep.proof import Proof, build, recheck, solve_one, stored
 from puzzlesweep.solvers import Limits, highs
 from puzzlesweep.solvers import split as splitting
