@@ -370,10 +370,12 @@ def _finished(shot: Snapshot, planned: Iterable[DoneKey] | None) -> set[DoneKey]
     return {(key, solver, limit, nodes) for key, solver, limit, nodes in rows}
 
 
-def latest(catalog: CatalogLike, sweep: str) -> list[dict]:
-    """The latest result (view `latest`) of every instance, solver and limits of sweep
-    `sweep`, as dicts of column → value."""
-    columns, rows = query(catalog, "SELECT * FROM latest WHERE sweep = ?", [sweep])
+def latest(catalog: CatalogLike, params_keys: list[str]) -> list[dict]:
+    """The latest result (view `latest`) of each solver and limits of the instances
+    `params_keys`, whichever run or sweep wrote it, as dicts of column → value."""
+    columns, rows = query(
+        catalog, "SELECT * FROM latest WHERE params_key IN (SELECT unnest(?))", [params_keys]
+    )
     return [dict(zip(columns, row, strict=True)) for row in rows]
 
 

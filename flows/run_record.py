@@ -176,3 +176,76 @@ def settle(catalog_path: str, run_id: str) -> None:
 def status_counts(counts: Counter) -> dict[str, int]:
     """One manifest column per status, zero when absent."""
     return {status: counts.get(status, 0) for status in catalog.STATUSES}
+
+
+PAST_SECONDS = """
+SELECT family, solver, time_limit, avg(solve_seconds), count(*) FROM results
+WHERE NOT coalesce(equivalent, false) AND status <> 'error' GROUP BY ALL
+"""
+
+
+def preview(
+    spec_path: str,
+    catalog_path: str,
+    force: bool = False,
+    max_instances: int | None = None,
+    workers: int = 1,
+) -> dict[str, Any]:
+    """What a run of the spec at `spec_path` would do, with nothing solved or written:
+    {"sweep", "studies": one dict per study {"study" (1-based), "family", "solver",
+    "time_limit", "instances", "classes" (canonical classes: one solve each),
+    "in_catalog" (instances with a final result, skipped unless `force`), "to_solve",
+    "classes_to_solve", "seconds" (the classes to solve, each at the mean solve time of
+    the catalog's past results of the same family, solver and time limit; None when
+    one has none)}, "seconds" (the known work shared by `workers`), "unknown" (studies
+    without past times)}. Raises BadInput as `start` does for a bad spec."""
+    location = catalog.resolve(catalog_path)
+    plan, todo = plan_run(spec_path, location, force, max_instances)
+    past: dict[tuple, float] = {}
+    if catalog.files(location):
+        _, rows = catalog.query(location, PAST_SECONDS)
+        past = {(f, s, t): mean for f, s, t, mean, _ in rows}
+    pending = {id(job) for job in todo}
+    studies: dict[int, dict[str, Any]] = {}
+    for job in plan.jobs:
+        entry = studies.setdefault(
+            job.study,
+            {
+                "study": job.study,
+                "family": job.instance.family,
+                "solver": set(),
+                "time_limit": job.limits.time_limit,
+                "instances": 0,
+                "classes": set(),
+                "in_catalog": 0,
+                "to_solve": 0,
+                "classes_to_solve": set(),
+                "seconds": 0.0,
+            },
+        )
+        entry["instances"] += 1
+        entry["classes"].add(job.instance.key)
+        entry["solver"].add(job.solver)
+        if id(job) not in pending:
+            entry["in_catalog"] += 1
+            continue
+        entry["to_solve"] += 1
+        if job.instance.key not in entry["classes_to_solve"]:
+            entry["classes_to_solve"].add(job.instance.key)
+            mean = past.get((job.instance.family, job.solver, job.limits.time_limit))
+            entry["seconds"] = (
+                None if mean is None or entry["seconds"] is None else (entry["seconds"] + mean)
+            )
+    for entry in studies.values():
+        entry["solver"] = ",".join(sorted(entry["solver"]))
+        entry["classes"] = len(entry["classes"])
+        entry["classes_to_solve"] = len(entry["classes_to_solve"])
+        if not entry["classes_to_solve"]:
+            entry["seconds"] = 0.0
+    known = [e["seconds"] for e in studies.values() if e["seconds"] is not None]
+    return {
+        "sweep": plan.name,
+        "studies": list(studies.values()),
+        "seconds": sum(known) / max(1, workers),
+        "unknown": sum(1 for e in studies.values() if e["seconds"] is None),
+    }

@@ -39,3 +39,35 @@ def get(name: str) -> ModuleType:
     if name not in FAMILIES:
         raise BadInput(f"unknown family {name!r}; known families: {', '.join(FAMILIES)}")
     return importlib.import_module(f"puzzlesweep.puzzles.{name}")
+
+
+def describe(name: str) -> dict:
+    """Family `name` as people choose its instances: {"family", "solvers" (default
+    first), "parameters": [{"name", "type" (its values as text: int, list[int], or the
+    words a Literal allows), "default" (None when required), "required",
+    "description" (with its range)}]}, read from the `Params` model that validates
+    them. Raises BadInput for an unknown family."""
+    import typing
+
+    from pydantic_core import PydanticUndefined
+
+    module = get(name)
+    parameters = []
+    for field, info in module.Params.model_fields.items():
+        annotation = info.annotation
+        if typing.get_origin(annotation) is typing.Literal:
+            kind = " | ".join(map(str, typing.get_args(annotation)))
+        else:
+            kind = getattr(annotation, "__name__", None) or str(annotation)
+            kind = str(annotation) if "[" in str(annotation) else kind
+        required = info.default is PydanticUndefined and info.default_factory is None
+        parameters.append(
+            {
+                "name": field,
+                "type": kind.replace("typing.", ""),
+                "default": None if required else info.get_default(call_default_factory=True),
+                "required": required,
+                "description": info.description or "",
+            }
+        )
+    return {"family": name, "solvers": list(module.SOLVERS), "parameters": parameters}

@@ -1,0 +1,271 @@
+"""`puzzlesweep catalog ...` (query and maintain the result catalog) and `puzzlesweep
+dashboard` (a live page over it)."""
+
+import csv
+import json
+import sys
+from datetime import datetime
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from puzzlesweep import catalog as store
+from puzzlesweep.cli.common import (
+    INTEGER,
+    CatalogOption,
+    app,
+    catalog_app,
+    catalog_errors,
+    err,
+    fail,
+    out,
+    print_rows,
+)
+from puzzlesweep.core import BadInput
+
+AsOfOption = Annotated[
+    str | None,
+    typer.Option(
+        "--as-of", help="Read results as of a table version (an integer) or a time (ISO 8601)"
+    ),
+]
+
+
+def _as_of(text: str | None) -> int | str | None:
+    """`--as-of` text → a version (int) or an ISO 8601 time (str); raises BadInput."""
+    if text is None or INTEGER.match(text):
+        return None if text is None else int(text)
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        raise BadInput(f"--as-of {text!r} is neither a version nor an ISO 8601 time") from None
+    return text
+
+
+@catalog_app.command("query")
+def catalog_query(
+    sql: Annotated[str, typer.Argument(help="SQL over the views results, latest and runs")],
+    catalog: CatalogOption = None,
+    fmt: Annotated[str, typer.Option("--format", help="table | csv | json")] = "table",
+    as_of: AsOfOption = None,
+) -> None:
+    """Run SQL (DuckDB) over one snapshot of the catalog: `results` (every row),
+    `latest` (the latest row of each instance, solver and limits) and `runs`."""
+    if fmt not in ("table", "csv", "json"):
+        raise fail(f"--format must be table, csv or json, not {fmt!r}")
+    with catalog_errors():
+        columns, rows = store.query(catalog or store.default_catalog(), sql, as_of=_as_of(as_of))
+    if fmt == "csv":
+        writer = csv.writer(sys.stdout)
+        writer.writerow(columns)
+        writer.writerows(rows)
+    elif fmt == "json":
+        records = [dict(zip(columns, row, strict=True)) for row in rows]
+        print(json.dumps(records, default=str))
+    else:
+        print_rows(None, columns, rows)
+
+
+@catalog_app.command("summary")
+def catalog_summary(
+    catalog: CatalogOption = None,
+    sweep: Annotated[str | None, typer.Option(help="Only this sweep's results")] = None,
+) -> None:
+    """The runs (a run whose heartbeat stopped shows as lost), counts by status per run
+    and family, then per family the best result of every instance by its parameters
+    (optimal first, then the latest)."""
+    from puzzlesweep import puzzles
+
+    where, args = ("WHERE sweep = ?", [sweep]) if sweep else ("", [])
+    statuses = ", ".join(f"count(*) FILTER (status = '{s}') AS {s}" for s in store.STATUSES)
+    with catalog_errors(), store.snapshot(catalog or store.default_catalog()) as shot:
+        columns, rows = shot.query(
+            "SELECT run_id, sweep, state, host, pid, started_at, heartbeat_at, finished_at, "
+            f"planned, skipped, solved FROM runs {where} ORDER BY run_id",
+            args,
+        )
+        print_rows("runs", columns, rows)
+        columns, rows = shot.query(
+            f"SELECT run_id, sweep, family, count(*) AS results, {statuses}, "
+            "count(*) FILTER (verified) AS verified, round(sum(solve_seconds), 2) AS seconds "
+            f"FROM results {where} GROUP BY ALL ORDER BY run_id, family",
+            args,
+        )
+        print_rows("counts by run and family", columns, rows)
+        _, families = shot.query(f"SELECT DISTINCT family FROM results {where} ORDER BY 1", args)
+        for (family,) in families:
+            if family not in puzzles.FAMILIES:
+                continue
+            params = ", ".join(f'"{k}"' for k in puzzles.get(family).Params.model_fields)
+            columns, rows = shot.query(
+                f"SELECT {params}, solver, time_limit, status, objective, bound, "
+                "count(*) OVER (PARTITION BY params_key) AS results FROM results "
+                f"WHERE family = ? {where.replace('WHERE', 'AND')} "
+                "QUALIFY row_number() OVER (PARTITION BY params_key, solver ORDER BY "
+                "status = 'optimal' DESC, status = 'error', finished_at DESC) = 1 "
+                f"ORDER BY {params}, solver",
+                [family, *args],
+            )
+            print_rows(f"{family}: best result by parameters", columns, rows)
+
+
+@catalog_app.command("check")
+def catalog_check(catalog: CatalogOption = None) -> None:
+    """Read every data file of the catalog whole; name each missing or unreadable file
+    and any result a run stored twice. Exits 1 when any is found."""
+    location = catalog or store.default_catalog()
+    with catalog_errors():
+        problems = store.check(location)
+        count = len(store.files(location))
+    for problem in problems:
+        line = f"error: {problem.path}: {problem.kind}: {problem.message}"
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
+    if problems:
+        raise fail(
+            f"{len(problems)} problems in catalog {location}; "
+            "`puzzlesweep catalog repair` takes damaged files out",
+            1,
+        )
+    out.print(f"ok: {count} result files in {location} read without problems", highlight=False)
+
+
+@catalog_app.command("repair")
+def catalog_repair(catalog: CatalogOption = None) -> None:
+    """Take every missing or unreadable data file out of `results` in one Delta commit
+    (unreadable files move to CATALOG/damaged/), and list the instances whose rows were
+    lost: a re-run of their sweep solves exactly those again."""
+    location = catalog or store.default_catalog()
+    with catalog_errors():
+        report = store.repair(location)
+    if report["version"] is None:
+        out.print(f"nothing to repair: every data file of {location} reads", highlight=False)
+        return
+    for path in report["removed"]:
+        out.print(f"removed {path}", highlight=False, markup=False)
+    lost = report["lost"]
+    if lost is None:
+        out.print("the rows lost cannot be named: the log no longer tells", highlight=False)
+    else:
+        out.print(f"{len(lost)} instances lost (params_key): {' '.join(lost)}", highlight=False)
+    out.print(
+        f"results is now at version {report['version']}; run the sweeps again to solve "
+        "what is missing",
+        highlight=False,
+    )
+
+
+@catalog_app.command("compact")
+def catalog_compact(
+    catalog: CatalogOption = None,
+    retain_hours: Annotated[
+        int,
+        typer.Option(
+            min=0, help="Keep the files that versions of the last H hours need (time travel)"
+        ),
+    ] = 168,
+) -> None:
+    """Merge small files into large ones (Delta optimize, one commit per table), then
+    delete files no version of the last `retain_hours` needs (Delta vacuum). Readers see
+    the version before or after, never a row twice."""
+    location = catalog or store.default_catalog()
+    with catalog_errors():
+        report = store.compact(location, retain_hours)
+    for name in ("results", "runs"):
+        if name in report:
+            item = report[name]
+            out.print(
+                f"{name}: {item['files_removed']} files merged into {item['files_added']}, "
+                f"now version {item['version']}",
+                highlight=False,
+            )
+    out.print(f"{report['deleted']} files no longer needed deleted", highlight=False)
+
+
+@catalog_app.command("history")
+def catalog_history(
+    catalog: CatalogOption = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the newest N commits")] = None,
+) -> None:
+    """The commits of `results`, newest first (read an older one with
+    `catalog query --as-of VERSION`)."""
+    with catalog_errors():
+        entries = store.history(catalog or store.default_catalog(), limit)
+    columns = ["version", "timestamp", "operation", "rows", "files_added", "files_removed"]
+    print_rows(None, columns, [tuple(e[c] for c in columns) for e in entries])
+
+
+@catalog_app.command("migrate")
+def catalog_migrate(
+    source: Annotated[str, typer.Argument(help="A catalog directory of the old layout")],
+    target: Annotated[str, typer.Argument(help="The new catalog (empty or missing)")],
+) -> None:
+    """Copy a catalog of the old layout (family=*/ Parquet files, _commits/, _runs/) into
+    a new catalog, re-verifying every row; the old directory is left as it was."""
+    with catalog_errors():
+        report = store.migrate(source, target)
+    out.print(
+        f"{report['rows']} rows from {report['files']} files and {report['runs']} runs "
+        f"copied into {target}; {report['failed']} rows failed their re-check",
+        highlight=False,
+    )
+    if report["failed"]:
+        raise typer.Exit(1)
+
+
+@catalog_app.command("verify")
+def catalog_verify(catalog: CatalogOption = None) -> None:
+    """Decode every stored solution and re-check it with its family's verifier, from the
+    catalog alone; lists the rows that fail and exits 1 if any does."""
+    from puzzlesweep import puzzles
+    from puzzlesweep.solve import recheck
+
+    checked, failures = 0, []
+    with catalog_errors(), store.snapshot(catalog or store.default_catalog()) as shot:
+        for family in puzzles.FAMILIES:
+            columns, rows = shot.query(
+                "SELECT * FROM results WHERE family = ? AND solution IS NOT NULL", [family]
+            )
+            for values in rows:
+                row = dict(zip(columns, values, strict=True))
+                checked += 1
+                if (why := recheck(family, row)) is not None:
+                    failures.append((row["run_id"], family, row["instance_key"], why))
+    if failures:
+        table = Table("run_id", "family", "instance_key", "why", title="failed re-checks")
+        for failure in failures:
+            table.add_row(*failure)
+        out.print(table)
+    out.print(f"{checked} solutions re-checked, {len(failures)} failed", highlight=False)
+    if failures:
+        raise typer.Exit(1)
+
+
+@app.command()
+def dashboard(
+    catalog: CatalogOption = None,
+    host: Annotated[
+        str, typer.Option(help="Interface to bind; 127.0.0.1 keeps it local")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0 picks a free one)")] = 8050,
+    refresh: Annotated[float, typer.Option(min=0.5, help="Seconds between page updates")] = 3.0,
+) -> None:
+    """Serve a live, read-only web page over the catalog (runs, failures, results)."""
+    from puzzlesweep.dashboard import make_server
+
+    catalog_path = catalog or store.default_catalog()
+    try:
+        server = make_server(catalog_path, host, port, refresh)
+    except OSError as exc:
+        raise fail(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    bound_host, bound_port = server.server_address[:2]
+    err.print(f"dashboard of {catalog_path} on http://{bound_host}:{bound_port}/ (Ctrl-C stops)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+#: Offline, quiet defaults for Prefect and Dask, set before they are imported (any can be

@@ -1,0 +1,208 @@
+"""What every command shares: the typer apps, the consoles, the shared options, and the
+checks and messages of bad input (exit 2) and failures (exit 1)."""
+
+import os
+import re
+import sys
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from puzzlesweep import catalog as store
+from puzzlesweep.core import BadInput
+
+app = typer.Typer(
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    help="Batch experiments on combinatorial puzzles: solve, sweep, query.",
+)
+catalog_app = typer.Typer(
+    no_args_is_help=True, help="Query and maintain the result catalog (Delta Lake tables)."
+)
+app.add_typer(catalog_app, name="catalog")
+# Piped output gets wide lines rather than rich's default of 80 columns.
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+CatalogOption = Annotated[
+    str | None,
+    typer.Option(
+        "--catalog",
+        help="Catalog directory or URL [default: $PUZZLESWEEP_CATALOG or ./results]",
+    ),
+]
+#: The Dask options shared by `run` and `prove`; a local cluster has a worker per core.
+CORES = os.cpu_count() or 2
+AddressOption = Annotated[
+    str | None, typer.Option(help="An existing Dask scheduler, tcp://HOST:PORT")
+]
+WorkersOption = Annotated[
+    int | None,
+    typer.Option(
+        min=1, help=f"Local Dask worker processes (not with --address) [default: {CORES}]"
+    ),
+]
+DashboardOption = Annotated[
+    str, typer.Option(help="Local cluster's Dask dashboard, HOST:PORT (0: any free port)")
+]
+INTEGER = re.compile(r"^-?\d+$")
+#: `solve`'s default memory limit for its solver process (T_8 fewest moves, the largest
+#: search measured, peaked at 1.7 GB; `--memory-limit` raises it).
+SOLVE_MEMORY = "4GiB"
+#: Seconds past `solve`'s time limit before its solver process is killed (verifying and
+#: decoding come after the solver's own clock).
+SOLVE_GRACE = 10.0
+DONE = ("params_key", "solver", "time_limit", "node_limit")  # the columns of Job.done_key
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print `error: message` on stderr; the caller raises the returned Exit(code)."""
+    err.print(f"[red]error:[/red] {message}", highlight=False, markup=True, soft_wrap=True)
+    return typer.Exit(code)
+
+
+def refuse_together(given: dict[str, object], reason: str) -> None:
+    """Raise BadInput naming the options of `given` (option → value, None when not
+    given) when more than one was given: they do not go together, because `reason`."""
+    named = [option for option, value in given.items() if value not in (None, False)]
+    if len(named) > 1:
+        raise BadInput(f"{' and '.join(named)} do not go together: {reason}")
+
+
+def parse_assignments(items: list[str]) -> dict[str, Any]:
+    """`key=value` words → dict; values are ints, comma-separated int lists, or words.
+    Raises BadInput naming a malformed or repeated item."""
+    params: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise BadInput(f"parameter {item!r} is not of the form key=value")
+        if key in params:
+            raise BadInput(f"parameter {key!r} is given twice")
+        if "," in value:
+            parts = value.split(",")
+            if not all(INTEGER.match(p.strip()) for p in parts):
+                raise BadInput(f"parameter {key}: {value!r} is not a list of integers")
+            params[key] = [int(p) for p in parts]
+        else:
+            params[key] = int(value) if INTEGER.match(value) else value
+    return params
+
+
+def cell_text(value: Any) -> str:
+    """A cell as people read it: integers without '.0', lists comma-joined, None as '-'."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else f"{value:.4g}"
+    if isinstance(value, list | tuple):
+        return ",".join(map(cell_text, value))
+    if isinstance(value, datetime):
+        return value.isoformat(timespec="seconds")
+    return str(value)
+
+
+def print_rows(title: str | None, columns: list[str], rows: list[tuple]) -> None:
+    table = Table(*columns, title=title)
+    for row in rows:
+        table.add_row(*map(cell_text, row))
+    out.print(table)
+
+
+@contextmanager
+def catalog_errors():
+    """BadInput becomes one line and exit 2; a damaged catalog file (CatalogDamaged,
+    naming the file and what to do) one line and exit 1."""
+    try:
+        yield
+    except BadInput as exc:
+        raise fail(str(exc)) from None
+    except store.CatalogDamaged as exc:
+        raise fail(str(exc), 1) from None
+
+
+@contextmanager
+def run_errors():
+    """Inside `run` and `prove`: as `catalog_errors`, and a temporary Prefect API that
+    did not start, or a run stopped at a batch no retry could fix (RunStopped), one line
+    and exit 1 (no traceback for any)."""
+    from puzzlesweep.flows.api import APIError
+    from puzzlesweep.flows.faults import RunStopped
+
+    try:
+        with catalog_errors():
+            yield
+    except (APIError, RunStopped) as exc:
+        raise fail(str(exc), 1) from None
+
+
+#: Seconds between the first Ctrl-C (or SIGTERM) and the exit that follows it whatever
+#: is still closing (the issue's bound is 10 s).
+DASHBOARD_ADDRESS = re.compile(r"^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):(\d{1,5})$")
+
+
+def check_dashboard_address(text: str) -> str:
+    """`text` if it is HOST:PORT (or :PORT) with a port of 0..65535; raises BadInput
+    naming the option otherwise."""
+    match = DASHBOARD_ADDRESS.match(text)
+    if not match or int(match[2]) > 65535:
+        raise BadInput(f"--dashboard-address {text!r} is not HOST:PORT (e.g. 127.0.0.1:8787)")
+    return text
+
+
+def check_catalog_directory(catalog_path: str) -> None:
+    """For a local catalog: make sure a file can be created in its directory or, while
+    it does not exist yet, in the nearest folder above it that does (the probe file is
+    removed at once, nothing else is made), before any cluster starts. Raises BadInput
+    as `catalog.check_writable` does, or naming the catalog and the operating system's
+    reason."""
+    import tempfile
+
+    location = store.check_writable(catalog_path)
+    if not location.local:
+        return
+    folder = os.path.abspath(location.uri)
+    while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
+        if os.path.exists(folder):
+            raise BadInput(f"catalog {catalog_path}: {folder} is not a directory")
+        folder = os.path.dirname(folder)
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".puzzlesweep-probe-"):
+            pass
+    except OSError as exc:
+        raise BadInput(
+            f"catalog {catalog_path} cannot be written ({folder}: {exc.strerror or exc})"
+        ) from None
+
+
+def parse_memory(text: str | None) -> int | None:
+    """`--memory-limit` text ('2GiB', '512MB', '1e9') → bytes, or None for None/'none'.
+    Raises BadInput naming the option."""
+    if text is None or text.lower() == "none":
+        return None
+    from dask.utils import parse_bytes
+
+    try:
+        return int(parse_bytes(text))
+    except (ValueError, TypeError):
+        raise BadInput(f"--memory-limit {text!r} is not a size such as 2GiB or 512MB") from None
+
+
+def quiet_dask() -> None:
+    """Keep the in-process Dask scheduler's INFO lines and its 'port in use, hosting the
+    dashboard elsewhere' warning off the terminal: `run` prints the address it got."""
+    import logging
+    import warnings
+
+    import distributed  # noqa: F401  (its loggers exist, with their levels, from here on)
+
+    level = os.environ.get("PUZZLESWEEP_DASK_LOG_LEVEL", "WARNING").upper()
+    for name in list(logging.root.manager.loggerDict):
+        if name == "distributed" or name.startswith("distributed."):
+            logging.getLogger(name).setLevel(level)
+    warnings.filterwarnings("ignore", message=r"(?s)Port \d+ is already in use")

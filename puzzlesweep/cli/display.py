@@ -1,0 +1,137 @@
+"""What `run` shows while and after it works: the progress display and the summary table."""
+
+import threading
+from collections import Counter
+from contextlib import contextmanager
+
+from rich.table import Table
+
+from puzzlesweep import catalog as store
+from puzzlesweep.cli.common import cell_text, err
+
+DONE = ("params_key", "solver", "time_limit", "node_limit")  # the columns of Job.done_key
+
+
+def _left(seconds: float | None) -> str:
+    """An estimate of seconds left as people read it ('about 2 min left'), or ''."""
+    if seconds is None:
+        return ""
+    if seconds < 90:
+        return f"about {seconds:.0f} s left"
+    return f"about {seconds / 60:.0f} min left"
+
+
+@contextmanager
+def progress_display(every_seconds: float = 10.0):
+    """While a sweep runs in this process: a rich progress bar (done, total, rate, the
+    planner's estimate of the time left) on a terminal, else a plain line every
+    `every_seconds` (on a timer, whether or not anything finished) and one at the end.
+    Instances count as they finish on the workers."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from puzzlesweep.flows.progress import listen
+
+    if err.is_terminal:
+        bar = Progress(
+            TextColumn("solving"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}  {task.fields[left]}"),
+            console=err,
+        )
+        task = bar.add_task("solving", total=None, rate="", left="")
+
+        def show(s) -> None:
+            rate = f"{s.rate * 60:.1f}/min"
+            bar.update(task, completed=s.done, total=s.total, rate=rate, left=_left(s.seconds_left))
+
+        with bar:
+            stop = listen(show)
+            try:
+                yield
+            finally:
+                stop()
+        return
+    latest: list = []
+    said: list = [None]
+    ticking = threading.Event()
+
+    def line(again: bool = False) -> None:
+        if not latest or (latest[-1] is said[0] and not again):
+            return
+        s = said[0] = latest[-1]
+        left = _left(s.seconds_left)
+        err.print(
+            f"{s.done}/{s.total} instances, {s.rate * 60:.1f}/min" + (f", {left}" if left else ""),
+            highlight=False,
+        )
+
+    def tick() -> None:
+        while not ticking.wait(every_seconds):
+            line(again=True)
+
+    def keep(s) -> None:
+        latest[:] = [s]
+        if s.done == s.total:
+            line()
+
+    stop = listen(keep)
+    timer = threading.Thread(target=tick, name="progress-lines", daemon=True)
+    timer.start()
+    try:
+        yield
+    finally:
+        stop()
+        ticking.set()
+        line()
+
+
+def summary_table(catalog_path: str, plan, run_id: str) -> Table:
+    """The latest result of every instance of `plan`, read back from the catalog, with
+    where each row comes from: solved by run `run_id`, a symmetric copy of an equivalent
+    instance it solved, or already in the catalog from an earlier run."""
+    from puzzlesweep import puzzles
+
+    wanted = {job.done_key: job for job in plan.jobs}
+
+    def done_key(r: dict) -> tuple:
+        return tuple(r[k] for k in DONE)
+
+    keys = sorted({key[0] for key in wanted})
+    rows = [r for r in store.latest(catalog_path, keys) if done_key(r) in wanted]
+    order = {key: i for i, key in enumerate(wanted)}
+    rows.sort(key=lambda r: order[done_key(r)])
+
+    def origin(r: dict) -> str:
+        if r["run_id"] != run_id:
+            return "earlier run"
+        return "symmetric copy" if r["equivalent"] else "solved"
+
+    origins = Counter(map(origin, rows))
+    parts = [f"{n} {name}" for name, n in sorted(origins.items())]
+    if missing := len(wanted) - len(rows):
+        parts.append(f"{missing} without a result")
+    table = Table(
+        title=f"sweep {plan.name}: {len(wanted)} instances ({', '.join(parts)}) in {catalog_path}"
+    )
+    columns = ("family", "parameters", "solver", "status", "objective", "bound", "gap")
+    for name in (*columns, "verified", "seconds", "row"):
+        table.add_column(
+            name, justify="right" if name in ("objective", "bound", "gap", "seconds") else "left"
+        )
+    for r in rows:
+        fields = puzzles.get(r["family"]).Params.model_fields
+        shown = " ".join(f"{k}={cell_text(r[k])}" for k in fields)
+        table.add_row(
+            r["family"],
+            shown,
+            r["solver"],
+            r["status"],
+            cell_text(r["objective"]),
+            cell_text(r["bound"]),
+            cell_text(r["gap"]),
+            cell_text(r["verified"]),
+            f"{r['solve_seconds']:.2f}",
+            origin(r),
+        )
+    return table

@@ -1,0 +1,285 @@
+"""`puzzlesweep run` (a sweep on Dask under Prefect) and `puzzlesweep prove` (one hard
+instance split into parts)."""
+
+from contextlib import nullcontext
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+
+from puzzlesweep import catalog as store
+from puzzlesweep.cli.common import (
+    CORES,
+    AddressOption,
+    CatalogOption,
+    DashboardOption,
+    WorkersOption,
+    app,
+    catalog_errors,
+    cell_text,
+    check_catalog_directory,
+    check_dashboard_address,
+    err,
+    fail,
+    out,
+    parse_assignments,
+    parse_memory,
+    print_rows,
+    quiet_dask,
+    refuse_together,
+    run_errors,
+)
+from puzzlesweep.cli.display import progress_display, summary_table
+from puzzlesweep.cli.stopping import interruptible
+from puzzlesweep.core import BadInput, validation_message
+
+
+@app.command()
+def run(
+    spec: Annotated[str, typer.Argument(help="Sweep spec (TOML)")],
+    catalog: CatalogOption = None,
+    address: AddressOption = None,
+    workers: WorkersOption = None,
+    batch_size: Annotated[
+        int | None, typer.Option(min=1, help="Instances per task [default: auto]")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option(help="Re-solve instances the catalog already holds")
+    ] = False,
+    memory_limit: Annotated[
+        str | None,
+        typer.Option(
+            help="Memory per instance, e.g. 2GiB [default: the Dask worker's limit per thread]"
+        ),
+    ] = None,
+    retries: Annotated[
+        int, typer.Option(min=0, help="Extra attempts of a batch after a transient failure")
+    ] = 2,
+    dashboard_address: DashboardOption = "127.0.0.1:8787",
+    connect_timeout: Annotated[
+        float, typer.Option(min=0.1, help="Seconds to wait for the --address scheduler")
+    ] = 10.0,
+    allow_concurrent: Annotated[
+        bool,
+        typer.Option(help="Run even while another run of this sweep writes to the catalog"),
+    ] = False,
+    max_instances: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Refuse a spec of more instances [default: its max_instances, or 20000]"
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            help="Only show what the spec expands to, what the catalog holds, what would "
+            "be solved and an estimate of the time; solve and write nothing"
+        ),
+    ] = False,
+) -> None:
+    """Run a sweep on Dask under Prefect and print its results from the catalog.
+
+    Prints the Dask dashboard's address and, when PREFECT_API_URL names a Prefect
+    server, the flow run's URL, on stderr as soon as they are known. Refuses (exit 2)
+    while another run of the same sweep is alive in the catalog."""
+    from puzzlesweep.flows.spec import load
+
+    catalog_path = catalog or store.default_catalog()
+    if dry_run:
+        return _dry_run(spec, catalog_path, force, max_instances, workers or CORES)
+    try:
+        refuse_together(
+            {"--address": address, "--workers": workers},
+            "--workers sizes a local cluster, and --address uses a cluster already started",
+        )
+        memory = parse_memory(memory_limit)
+        if memory is not None and memory < 256 * 2**20:
+            raise BadInput(f"--memory-limit {memory_limit} is below the minimum of 256 MiB")
+        check_dashboard_address(dashboard_address)
+        check_catalog_directory(catalog_path)  # a file, another directory, not writable
+        plan = load(spec, max_instances)  # validate everything before any work starts
+    except BadInput as exc:
+        raise fail(str(exc)) from None
+    from puzzlesweep.flows.api import TemporaryAPI
+    from puzzlesweep.flows.cluster import configured_api
+
+    # the temporary Prefect API (about 8 s) starts first, while Prefect is imported here
+    api = None if configured_api() else TemporaryAPI()
+    with interruptible(), api or nullcontext(), run_errors():
+        from puzzlesweep.flows.cluster import check_address
+        from puzzlesweep.flows.sweep import run_sweep
+
+        quiet_dask()
+        if address:
+            check_address(address)
+        err.print(f"sweep {plan.name}: {len(plan.jobs)} instances from {spec} into {catalog_path}")
+        with progress_display():
+            report = run_sweep(
+                spec,
+                catalog_path,
+                address,
+                workers or CORES,
+                batch_size,
+                force,
+                memory_limit=memory,
+                retries=retries,
+                dashboard_address=dashboard_address,
+                announce=lambda line: err.print(line, highlight=False, soft_wrap=True),
+                connect_timeout=connect_timeout,
+                api=api,
+                allow_concurrent=allow_concurrent,
+                max_instances=max_instances,
+            )
+    err.print(
+        f"run {report['run_id']}: solved {report['solved']} in {report['batches']} batches "
+        f"({report['retried']} retried), skipped {report['skipped']} already in the catalog, "
+        f"{report['seconds']:.1f} s",
+        highlight=False,
+    )
+    if store.files(catalog_path):
+        with catalog_errors():
+            out.print(summary_table(catalog_path, plan, report["run_id"]))
+    if report["failed"]:
+        for line in report["failed"]:
+            err.print(line, highlight=False, markup=False, soft_wrap=True)
+        raise fail(f"{len(report['failed'])} batches failed every attempt; run again to resume", 1)
+    failed = report["counts"].get("error", 0)
+    if failed:
+        raise fail(f"{failed} instances ended in error; see the catalog's error column", 1)
+
+
+def _dry_run(
+    spec: str, catalog_path: str, force: bool, max_instances: int | None, workers: int
+) -> None:
+    """Print `run_record.preview` of the spec: nothing is solved or written."""
+    from puzzlesweep.flows.run_record import preview
+
+    with catalog_errors():
+        report = preview(spec, catalog_path, force, max_instances, workers)
+    columns = ["study", "family", "solver", "time_limit", "instances", "classes"]
+    columns += ["in_catalog", "to_solve", "classes_to_solve", "seconds"]
+    rows = [tuple(study[c] for c in columns) for study in report["studies"]]
+    print_rows(f"sweep {report['sweep']}: dry run, nothing solved or written", columns, rows)
+    unknown, studies = report["unknown"], len(report["studies"])
+    if unknown == studies:
+        guess = "no estimate of the time: the catalog holds no past solve times for these studies"
+    else:
+        guess = f"about {report['seconds']:.0f} s of solving on {workers} workers"
+        if unknown:
+            guess += f", plus {unknown} studies without past solve times in the catalog"
+    out.print(guess, highlight=False)
+
+
+@app.command()
+def prove(
+    family: Annotated[str, typer.Argument(help="A family with a split, e.g. no_k_in_row")],
+    params: Annotated[list[str] | None, typer.Argument(help="key=value parameters")] = None,
+    split: Annotated[
+        str, typer.Option(help="The family's split, e.g. 1:0,6 (layers 0 and 6 across axis 1)")
+    ] = "",
+    width: Annotated[int, typer.Option(help="Exact counts per group before the tail")] = 4,
+    solver: Annotated[
+        str, typer.Option(help="auto | highs | scip: the engine of every part and the probe")
+    ] = "auto",
+    time_limit: Annotated[float, typer.Option(help="Seconds per part")] = 60.0,
+    wall: Annotated[
+        float | None, typer.Option(help="Seconds for the whole run (no part starts after)")
+    ] = None,
+    probe: Annotated[
+        float, typer.Option(help="Seconds of a direct solve first, for an incumbent")
+    ] = 0.0,
+    cutoff: Annotated[bool, typer.Option(help="Parts look only below the incumbent")] = True,
+    catalog: CatalogOption = None,
+    address: AddressOption = None,
+    workers: WorkersOption = None,
+    check: Annotated[
+        bool, typer.Option(help="Only re-check the stored certificate of this split")
+    ] = False,
+    dashboard_address: DashboardOption = "127.0.0.1:8787",
+) -> None:
+    """Prove one instance's optimum by splitting its MIP into parts solved on Dask.
+
+    Every finished part is written to the catalog at once, so a re-run of the same
+    split solves only the missing parts; the combined row holds the certificate."""
+    from puzzlesweep import puzzles
+    from puzzlesweep.core import Instance
+    from puzzlesweep.proof import Proof, build, recheck
+    from puzzlesweep.solve import check_solver, resolve_solver
+    from puzzlesweep.solvers import Limits
+
+    catalog_path = catalog or store.default_catalog()
+    try:
+        refuse_together(
+            {"--address": address, "--workers": workers},
+            "--workers sizes a local cluster, and --address uses a cluster already started",
+        )
+        for option, value in (
+            ("--wall", wall),
+            ("--probe", probe or None),
+            ("--address", address),
+            ("--workers", workers),
+        ):
+            refuse_together(
+                {"--check": check, option: value},
+                "--check only re-reads the stored certificate, it solves nothing",
+            )
+        module = puzzles.get(family)
+        values = parse_assignments(params or [])
+        if not split:
+            raise BadInput("--split is required (e.g. --split 1:0,6 for no_k_in_row)")
+        validated = module.Params.model_validate(values)
+        engine = resolve_solver(Instance(family, validated), check_solver(family, solver))
+        proof = Proof(
+            family,
+            validated.model_dump(),
+            split,
+            width,
+            Limits(time_limit),
+            cutoff=cutoff,
+            solver=engine,
+        )
+        if wall is not None and wall <= 0:
+            raise BadInput(f"--wall must be > 0 seconds, got {wall}")
+        if probe < 0:
+            raise BadInput(f"--probe must be >= 0 seconds, got {probe}")
+        build(proof)
+        store.check_writable(catalog_path)
+    except ValidationError as exc:
+        raise fail(f"{family}: {validation_message(exc)}") from None
+    except (BadInput, ValueError) as exc:
+        raise fail(f"{family}: {exc}") from None
+    from puzzlesweep.flows.cluster import check_address
+    from puzzlesweep.flows.prove import run_prove
+
+    if check:
+        problems = recheck(catalog_path, proof)
+        for problem in problems:
+            err.print(f"certificate: {problem}", highlight=False, markup=False)
+        if problems:
+            raise typer.Exit(1)
+        out.print(f"certificate {proof.key} in {catalog_path} holds", highlight=False)
+        return
+    quiet_dask()
+    with run_errors():
+        if address:
+            check_address(address)
+        report = run_prove(
+            proof,
+            catalog_path,
+            address,
+            workers or CORES,
+            probe,
+            wall,
+            dashboard_address,
+            announce=lambda line: err.print(line, highlight=False, soft_wrap=True),
+        )
+    out.print(
+        f"{family} {' '.join(params or [])} split {split} (key {proof.key}, {engine}): "
+        f"status {report['status']}  objective {cell_text(report['objective'])}  "
+        f"bound {cell_text(report['bound'])}  parts {report['parts']} "
+        f"({report['stored']} from the catalog, {report['solved']} solved now, "
+        f"{report['missing']} missing; {report['closed']} closed, {report['at_limit']} "
+        "stopped at a limit)  "
+        f"{report['seconds']:.1f} s",
+        highlight=False,
+    )

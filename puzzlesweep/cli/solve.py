@@ -1,0 +1,174 @@
+"""`puzzlesweep solve`: one instance, solved in a child process, verified, printed, drawn;
+and `puzzlesweep families`: every family's parameters."""
+
+import json
+import os
+from typing import Annotated
+
+import typer
+
+from puzzlesweep.cli.common import (
+    app,
+    cell_text,
+    err,
+    fail,
+    out,
+    parse_assignments,
+    parse_memory,
+)
+from puzzlesweep.core import BadInput
+
+#: `solve`'s default memory limit for its solver process (T_8 fewest moves, the largest
+#: search measured, peaked at 1.7 GB; `--memory-limit` raises it).
+SOLVE_MEMORY = "4GiB"
+#: Seconds past `solve`'s time limit before its solver process is killed (verifying and
+#: decoding come after the solver's own clock).
+SOLVE_GRACE = 10.0
+
+
+@app.command()
+def solve(
+    family: Annotated[
+        str, typer.Argument(help="monochromatic_lines | no_k_in_row | domination | peg_solitaire")
+    ],
+    params: Annotated[list[str] | None, typer.Argument(help="key=value parameters")] = None,
+    solver: Annotated[
+        str | None,
+        typer.Option(help="auto | highs | scip | backtrack [default: the family's, auto for MIPs]"),
+    ] = None,
+    time_limit: Annotated[float, typer.Option(help="Seconds for this instance")] = 60.0,
+    node_limit: Annotated[int | None, typer.Option(help="Nodes for this instance")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
+    count: Annotated[
+        bool,
+        typer.Option(
+            help="Also count the optimal solutions, and those distinct up to the board's "
+            "symmetries (SCIP; another --time-limit for the count)"
+        ),
+    ] = False,
+    picture: Annotated[
+        str | None, typer.Option(help="Draw the solution into FILE.png or FILE.svg")
+    ] = None,
+    memory_limit: Annotated[
+        str, typer.Option(help="Memory for the solver process, e.g. 2GiB ('none': no limit)")
+    ] = SOLVE_MEMORY,
+) -> None:
+    """Solve one instance, verify its solution and print it (and draw it).
+
+    The instance is solved in a child process, as a sweep's instances are
+    (`flows.isolate.Child`): under `--memory-limit`, and killed when it runs
+    `SOLVE_GRACE` seconds past `--time-limit`, which counts from the start of building
+    the model. A limit that cuts it is shown as the status and a one-line reason."""
+    from puzzlesweep import puzzles
+    from puzzlesweep.core import Instance, make_params
+    from puzzlesweep.flows.isolate import MIN_MEMORY, Child, Interrupted
+    from puzzlesweep.solve import check_count, check_solver
+    from puzzlesweep.solvers import Limits
+
+    try:
+        module = puzzles.get(family)
+        instance = Instance(family, make_params(module.Params, parse_assignments(params or [])))
+        chosen = check_solver(family, solver)
+        if count:
+            check_count(family, chosen)
+        limits = Limits(time_limit, node_limit)
+        if picture is not None and not picture.lower().endswith((".png", ".svg")):
+            raise BadInput(f"--picture: {picture!r} must end in .png or .svg")
+        if picture is not None and not os.path.isdir(os.path.dirname(picture) or "."):
+            raise BadInput(f"--picture: the folder of {picture!r} does not exist")
+        memory = parse_memory(memory_limit)
+        if memory is not None and memory < MIN_MEMORY:
+            raise BadInput(f"--memory-limit {memory_limit} is below the minimum of 256 MiB")
+    except (BadInput, ValueError) as exc:
+        raise fail(f"{family}: {exc}") from None
+    child = Child(memory, grace=SOLVE_GRACE)
+    request = {
+        "family": family,
+        "params": instance.params.model_dump(),
+        "solver": chosen,
+        "time_limit": limits.time_limit,
+        "node_limit": limits.node_limit,
+        "count": count,
+    }
+    try:
+        row = {"params": request["params"], "nodes": None, **child.solve(request)}
+    except (KeyboardInterrupt, Interrupted):
+        raise fail("interrupted: nothing solved", 130) from None
+    finally:
+        child.close()
+    if picture is not None:
+        _draw(module, instance.params, row["solution"], picture)
+    if as_json:
+        keys = ["family", "params", "instance_key", "solver", "status", "objective", "bound"]
+        keys += ["verified", "solve_seconds", "solution"]
+        keys += ["solutions", "inequivalent"] if count else []
+        shown = {k: row[k] for k in keys}
+        if row["solution"] is not None and hasattr(module, "details"):
+            shown.update(module.details(instance.params, module.decode(row["solution"])))
+        print(json.dumps(shown))
+        if row["error"]:  # the object's keys are fixed (DESIGN.md): the reason goes aside
+            why = "error" if row["status"] == "error" else "stopped"
+            err.print(f"{why}: {row['error']}", highlight=False, markup=False)
+    else:
+        shown = " ".join(f"{k}={cell_text(v)}" for k, v in row["params"].items())
+        out.print(f"{family} {shown}", highlight=False)
+        out.print(
+            f"status {row['status']}  objective {cell_text(row['objective'])}  "
+            f"bound {cell_text(row['bound'])}  verified {cell_text(row['verified'])}  "
+            f"{row['solve_seconds']:.2f} s  {cell_text(row['nodes'])} nodes  "
+            f"solver {row['solver']}",
+            highlight=False,
+        )
+        if count:
+            out.print(
+                f"optimal solutions {cell_text(row['solutions'])}  "
+                f"inequivalent {cell_text(row['inequivalent'])}",
+                highlight=False,
+            )
+        if row["error"]:
+            why = "error" if row["status"] == "error" else "stopped"
+            out.print(f"{why}: {row['error']}", highlight=False, markup=False)
+        if row["solution"] is not None:
+            out.print(
+                module.render(instance.params, module.decode(row["solution"])), highlight=False
+            )
+    if row["status"] == "error" or row["verified"] is False:
+        raise typer.Exit(1)
+
+
+def _draw(module, params, solution: str | None, path: str) -> None:
+    """Draw the decoded solution with the family's `picture` into `path` (PNG or SVG)."""
+    if solution is None:
+        err.print(f"no solution to draw; {path} not written", highlight=False)
+        return
+    figure = module.picture(params, module.decode(solution))
+    figure.savefig(path, dpi=80)
+    err.print(f"picture written to {path}", highlight=False)
+
+
+@app.command()
+def families(
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON list")] = False,
+) -> None:
+    """List every family with its solvers and parameters: type, default and range."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from puzzlesweep import puzzles
+
+    described = [puzzles.describe(name) for name in puzzles.FAMILIES]
+    if as_json:
+        print(json.dumps(described))
+        return
+    for family in described:
+        table = Table(
+            "parameter",
+            "type",
+            "default",
+            "description",
+            title=f"{family['family']} (solvers: {', '.join(family['solvers'])})",
+        )
+        for p in family["parameters"]:
+            default = "(required)" if p["required"] else cell_text(p["default"])
+            table.add_row(p["name"], escape(p["type"]), escape(default), escape(p["description"]))
+        out.print(table)
