@@ -195,17 +195,18 @@ def sweep(
     from the reports received. Stops (state `failed`, the report's "stopped" says why)
     at the first batch that fails with an error no retry can fix (`faults.permanent`),
     without waiting for the others."""
+    from prefect.context import FlowRunContext
     from prefect.exceptions import TerminationSignal
-    from prefect.runtime import flow_run
+    from prefect.utilities.urls import url_for
 
     flow_started()
     logger = get_run_logger()
     started = time.perf_counter()
     run = run_record.get(run_id)
     plan, todo = run.plan, run.todo
-    if links and flow_run.ui_url:
-        run.manifest["flow_run_url"] = flow_run.ui_url
-        run.announce(f"Prefect flow run: {flow_run.ui_url}")
+    if links and (url := url_for(FlowRunContext.get().flow_run)):
+        run.manifest["flow_run_url"] = url
+        run.announce(f"Prefect flow run: {url}")
         run.write()
     planner = Planner(todo, run_id, plan.name, workers, batch_size)
     logger.info(

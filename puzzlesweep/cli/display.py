@@ -72,8 +72,6 @@ def progress_display(every_seconds: float = 10.0):
 
     def keep(s) -> None:
         latest[:] = [s]
-        if s.done == s.total:
-            line()
 
     stop = listen(keep)
     timer = threading.Thread(target=tick, name="progress-lines", daemon=True)
@@ -108,7 +106,12 @@ def summary_table(catalog_path: str, plan, run_id: str) -> Table:
         return "symmetric copy" if r["equivalent"] else "solved"
 
     origins = Counter(map(origin, rows))
-    parts = [f"{n} {name}" for name, n in sorted(origins.items())]
+    said = {
+        "solved": "solved now",
+        "symmetric copy": "symmetric copies",
+        "earlier run": "from earlier runs",
+    }
+    parts = [f"{origins[name]} {said[name]}" for name in said if origins[name]]
     if missing := len(wanted) - len(rows):
         parts.append(f"{missing} without a result")
     table = Table(
