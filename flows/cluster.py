@@ -212,6 +212,19 @@ def _start_deaf_to_ctrl_c(factory: Callable, **kwargs):
         signal.signal(signal.SIGINT, previous)
 
 
+def warn_remote_without_api(
+    scheduler: str, address: str | None, configured: bool, say: Callable[[str], None]
+) -> None:
+    """Say when workers on other hosts could not reach the temporary Prefect API."""
+    host = scheduler.split("://", 1)[-1].rsplit(":", 1)[0]
+    if address and not configured and host not in ("127.0.0.1", "localhost", "[::1]"):
+        say(
+            "warning: PREFECT_API_URL is not set, and the temporary Prefect API listens "
+            "on 127.0.0.1 only: workers on other hosts cannot report their tasks. "
+            "Point PREFECT_API_URL at a Prefect server they reach (deploy/README.md)."
+        )
+
+
 #: Seconds a Prefect API or Dask scheduler may fail its probes before the run stops.
 LOST_SECONDS = 4.0
 

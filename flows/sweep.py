@@ -42,6 +42,7 @@ from puzzlesweep.flows.cluster import (
     dask_cluster,
     prefect_api,
     report_to,
+    warn_remote_without_api,
     worker_events,
     worker_identity,
 )
@@ -283,7 +284,13 @@ def sweep(
         run.end(state)
         if state == "interrupted":
             stopped(state)
-    progress.finish(run.links())
+    progress.finish(
+        {
+            "catalog": run.catalog_path,
+            "results page": f"`puzzlesweep dashboard --catalog {run.catalog_path}`",
+            "Dask dashboard": run.links()["dashboard"],
+        }
+    )
     solved = sum(run.counts.values())
     logger.info("run %s %s: %d solved, %s", run_id, state, solved, dict(run.counts))
     return {
@@ -356,7 +363,7 @@ def run_sweep(
                 if scheduler:
                     link = dashboard or "(none)"
                     say(f"Dask scheduler {scheduler}, {found} workers, dashboard {link}")
-                    _warn_remote_without_api(scheduler, address, configured, say)
+                    warn_remote_without_api(scheduler, address, configured, say)
                 else:
                     say("nothing to solve: every instance has its result in the catalog")
                 families = sorted({job.instance.family for job in run.plan.jobs})
@@ -395,19 +402,6 @@ def run_sweep(
             f"{report['stopped']}; the instances written before are kept"
         )
     return {**report, **run.links(), "scheduler": scheduler}
-
-
-def _warn_remote_without_api(
-    scheduler: str, address: str | None, configured: bool, say: Callable[[str], None]
-) -> None:
-    """Say when workers on other hosts could not reach the temporary Prefect API."""
-    host = scheduler.split("://", 1)[-1].rsplit(":", 1)[0]
-    if address and not configured and host not in ("127.0.0.1", "localhost", "[::1]"):
-        say(
-            "warning: PREFECT_API_URL is not set, and the temporary Prefect API listens "
-            "on 127.0.0.1 only: workers on other hosts cannot report their tasks. "
-            "Point PREFECT_API_URL at a Prefect server they reach (deploy/README.md)."
-        )
 
 
 @flow(name="scheduled-sweep")

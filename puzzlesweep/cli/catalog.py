@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from puzzlesweep import catalog as store
+from puzzlesweep import catalog
 from puzzlesweep.cli.common import (
     INTEGER,
     CatalogOption,
@@ -46,7 +46,7 @@ def _as_of(text: str | None) -> int | str | None:
 @catalog_app.command("query")
 def catalog_query(
     sql: Annotated[str, typer.Argument(help="SQL over the views results, latest and runs")],
-    catalog: CatalogOption = None,
+    location: CatalogOption = None,
     fmt: Annotated[str, typer.Option("--format", help="table | csv | json")] = "table",
     as_of: AsOfOption = None,
 ) -> None:
@@ -55,7 +55,9 @@ def catalog_query(
     if fmt not in ("table", "csv", "json"):
         raise fail(f"--format must be table, csv or json, not {fmt!r}")
     with catalog_errors():
-        columns, rows = store.query(catalog or store.default_catalog(), sql, as_of=_as_of(as_of))
+        columns, rows = catalog.query(
+            location or catalog.default_catalog(), sql, as_of=_as_of(as_of)
+        )
     if fmt == "csv":
         writer = csv.writer(sys.stdout)
         writer.writerow(columns)
@@ -69,7 +71,7 @@ def catalog_query(
 
 @catalog_app.command("summary")
 def catalog_summary(
-    catalog: CatalogOption = None,
+    location: CatalogOption = None,
     sweep: Annotated[str | None, typer.Option(help="Only this sweep's results")] = None,
 ) -> None:
     """The runs (a run whose heartbeat stopped shows as lost), counts by status per run
@@ -78,8 +80,8 @@ def catalog_summary(
     from puzzlesweep import puzzles
 
     where, args = ("WHERE sweep = ?", [sweep]) if sweep else ("", [])
-    statuses = ", ".join(f"count(*) FILTER (status = '{s}') AS {s}" for s in store.STATUSES)
-    with catalog_errors(), store.snapshot(catalog or store.default_catalog()) as shot:
+    statuses = ", ".join(f"count(*) FILTER (status = '{s}') AS {s}" for s in catalog.STATUSES)
+    with catalog_errors(), catalog.snapshot(location or catalog.default_catalog()) as shot:
         columns, rows = shot.query(
             "SELECT run_id, sweep, state, host, pid, started_at, heartbeat_at, finished_at, "
             f"planned, skipped, solved FROM runs {where} ORDER BY run_id",
@@ -111,13 +113,13 @@ def catalog_summary(
 
 
 @catalog_app.command("check")
-def catalog_check(catalog: CatalogOption = None) -> None:
+def catalog_check(location: CatalogOption = None) -> None:
     """Read every data file of the catalog whole; name each missing or unreadable file
     and any result a run stored twice. Exits 1 when any is found."""
-    location = catalog or store.default_catalog()
+    location = location or catalog.default_catalog()
     with catalog_errors():
-        problems = store.check(location)
-        count = len(store.files(location))
+        problems = catalog.check(location)
+        count = len(catalog.files(location))
     for problem in problems:
         line = f"error: {problem.path}: {problem.kind}: {problem.message}"
         out.print(line, highlight=False, markup=False, soft_wrap=True)
@@ -131,13 +133,13 @@ def catalog_check(catalog: CatalogOption = None) -> None:
 
 
 @catalog_app.command("repair")
-def catalog_repair(catalog: CatalogOption = None) -> None:
+def catalog_repair(location: CatalogOption = None) -> None:
     """Take every missing or unreadable data file out of `results` in one Delta commit
     (unreadable files move to CATALOG/damaged/), and list the instances whose rows were
     lost: a re-run of their sweep solves exactly those again."""
-    location = catalog or store.default_catalog()
+    location = location or catalog.default_catalog()
     with catalog_errors():
-        report = store.repair(location)
+        report = catalog.repair(location)
     if report["version"] is None:
         out.print(f"nothing to repair: every data file of {location} reads", highlight=False)
         return
@@ -157,7 +159,7 @@ def catalog_repair(catalog: CatalogOption = None) -> None:
 
 @catalog_app.command("compact")
 def catalog_compact(
-    catalog: CatalogOption = None,
+    location: CatalogOption = None,
     retain_hours: Annotated[
         int,
         typer.Option(
@@ -168,9 +170,9 @@ def catalog_compact(
     """Merge small files into large ones (Delta optimize, one commit per table), then
     delete files no version of the last `retain_hours` needs (Delta vacuum). Readers see
     the version before or after, never a row twice."""
-    location = catalog or store.default_catalog()
+    location = location or catalog.default_catalog()
     with catalog_errors():
-        report = store.compact(location, retain_hours)
+        report = catalog.compact(location, retain_hours)
     for name in ("results", "runs"):
         if name in report:
             item = report[name]
@@ -184,13 +186,13 @@ def catalog_compact(
 
 @catalog_app.command("history")
 def catalog_history(
-    catalog: CatalogOption = None,
+    location: CatalogOption = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the newest N commits")] = None,
 ) -> None:
     """The commits of `results`, newest first (read an older one with
     `catalog query --as-of VERSION`)."""
     with catalog_errors():
-        entries = store.history(catalog or store.default_catalog(), limit)
+        entries = catalog.history(location or catalog.default_catalog(), limit)
     columns = ["version", "timestamp", "operation", "rows", "files_added", "files_removed"]
     print_rows(None, columns, [tuple(e[c] for c in columns) for e in entries])
 
@@ -203,7 +205,7 @@ def catalog_migrate(
     """Copy a catalog of the old layout (family=*/ Parquet files, _commits/, _runs/) into
     a new catalog, re-verifying every row; the old directory is left as it was."""
     with catalog_errors():
-        report = store.migrate(source, target)
+        report = catalog.migrate(source, target)
     out.print(
         f"{report['rows']} rows from {report['files']} files and {report['runs']} runs "
         f"copied into {target}; {report['failed']} rows failed their re-check",
@@ -214,14 +216,14 @@ def catalog_migrate(
 
 
 @catalog_app.command("verify")
-def catalog_verify(catalog: CatalogOption = None) -> None:
+def catalog_verify(location: CatalogOption = None) -> None:
     """Decode every stored solution and re-check it with its family's verifier, from the
     catalog alone; lists the rows that fail and exits 1 if any does."""
     from puzzlesweep import puzzles
     from puzzlesweep.solve import recheck
 
     checked, failures = 0, []
-    with catalog_errors(), store.snapshot(catalog or store.default_catalog()) as shot:
+    with catalog_errors(), catalog.snapshot(location or catalog.default_catalog()) as shot:
         for family in puzzles.FAMILIES:
             columns, rows = shot.query(
                 "SELECT * FROM results WHERE family = ? AND solution IS NOT NULL", [family]
@@ -243,7 +245,7 @@ def catalog_verify(catalog: CatalogOption = None) -> None:
 
 @app.command()
 def dashboard(
-    catalog: CatalogOption = None,
+    location: CatalogOption = None,
     host: Annotated[
         str, typer.Option(help="Interface to bind; 127.0.0.1 keeps it local")
     ] = "127.0.0.1",
@@ -253,7 +255,7 @@ def dashboard(
     """Serve a live, read-only web page over the catalog (runs, failures, results)."""
     from puzzlesweep.dashboard import make_server
 
-    catalog_path = catalog or store.default_catalog()
+    catalog_path = location or catalog.default_catalog()
     try:
         server = make_server(catalog_path, host, port, refresh)
     except OSError as exc:

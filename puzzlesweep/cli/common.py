@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from puzzlesweep import catalog as store
+from puzzlesweep import catalog
 from puzzlesweep.core import BadInput
 
 app = typer.Typer(
@@ -122,7 +122,7 @@ def catalog_errors():
         yield
     except BadInput as exc:
         raise fail(str(exc)) from None
-    except store.CatalogDamaged as exc:
+    except catalog.CatalogDamaged as exc:
         raise fail(str(exc), 1) from None
 
 
@@ -163,7 +163,7 @@ def check_catalog_directory(catalog_path: str) -> None:
     reason."""
     import tempfile
 
-    location = store.check_writable(catalog_path)
+    location = catalog.check_writable(catalog_path)
     if not location.local:
         return
     folder = os.path.abspath(location.uri)

@@ -6,7 +6,7 @@ from contextlib import contextmanager
 
 from rich.table import Table
 
-from puzzlesweep import catalog as store
+from puzzlesweep import catalog
 from puzzlesweep.cli.common import cell_text, err
 
 DONE = ("params_key", "solver", "time_limit", "node_limit")  # the columns of Job.done_key
@@ -96,7 +96,7 @@ def summary_table(catalog_path: str, plan, run_id: str) -> Table:
         return tuple(r[k] for k in DONE)
 
     keys = sorted({key[0] for key in wanted})
-    rows = [r for r in store.latest(catalog_path, keys) if done_key(r) in wanted]
+    rows = [r for r in catalog.latest(catalog_path, keys) if done_key(r) in wanted]
     order = {key: i for i, key in enumerate(wanted)}
     rows.sort(key=lambda r: order[done_key(r)])
 

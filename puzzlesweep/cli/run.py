@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from puzzlesweep import catalog as store
+from puzzlesweep import catalog
 from puzzlesweep.cli.common import (
     CORES,
     AddressOption,
@@ -37,7 +37,7 @@ from puzzlesweep.core import BadInput, validation_message
 @app.command()
 def run(
     spec: Annotated[str, typer.Argument(help="Sweep spec (TOML)")],
-    catalog: CatalogOption = None,
+    location: CatalogOption = None,
     address: AddressOption = None,
     workers: WorkersOption = None,
     batch_size: Annotated[
@@ -84,7 +84,7 @@ def run(
     while another run of the same sweep is alive in the catalog."""
     from puzzlesweep.flows.spec import load
 
-    catalog_path = catalog or store.default_catalog()
+    catalog_path = location or catalog.default_catalog()
     if dry_run:
         return _dry_run(spec, catalog_path, force, max_instances, workers or CORES)
     try:
@@ -136,7 +136,7 @@ def run(
         f"{report['seconds']:.1f} s",
         highlight=False,
     )
-    if store.files(catalog_path):
+    if catalog.files(catalog_path):
         with catalog_errors():
             out.print(summary_table(catalog_path, plan, report["run_id"]))
     if report["failed"]:
@@ -189,7 +189,7 @@ def prove(
         float, typer.Option(help="Seconds of a direct solve first, for an incumbent")
     ] = 0.0,
     cutoff: Annotated[bool, typer.Option(help="Parts look only below the incumbent")] = True,
-    catalog: CatalogOption = None,
+    location: CatalogOption = None,
     address: AddressOption = None,
     workers: WorkersOption = None,
     check: Annotated[
@@ -207,7 +207,7 @@ def prove(
     from puzzlesweep.solve import check_solver, resolve_solver
     from puzzlesweep.solvers import Limits
 
-    catalog_path = catalog or store.default_catalog()
+    catalog_path = location or catalog.default_catalog()
     try:
         refuse_together(
             {"--address": address, "--workers": workers},
@@ -243,7 +243,7 @@ def prove(
         if probe < 0:
             raise BadInput(f"--probe must be >= 0 seconds, got {probe}")
         build(proof)
-        store.check_writable(catalog_path)
+        catalog.check_writable(catalog_path)
     except ValidationError as exc:
         raise fail(f"{family}: {validation_message(exc)}") from None
     except (BadInput, ValueError) as exc:
