@@ -151,6 +151,20 @@ def check_address(address: str) -> str:
     return address
 
 
+def connect(address: str, timeout: float = 10.0):
+    """A `distributed.Client` of the scheduler at `address`. Raises BadInput for a
+    malformed address or one where no scheduler answers within `timeout` seconds."""
+    from distributed import Client
+
+    check_address(address)
+    try:
+        return Client(address, timeout=timeout)
+    except (OSError, TimeoutError) as exc:
+        raise BadInput(
+            f"--address {address}: no Dask scheduler answered within {timeout:g} s ({exc})"
+        ) from None
+
+
 @contextmanager
 def dask_cluster(
     address: str | None = None,
@@ -171,17 +185,10 @@ def dask_cluster(
     the terminal, which reaches the whole process group, is handled by this process
     alone: it decides what stops, and the workers end with it. A Ctrl-C during the few
     seconds of the cluster's start is ignored too."""
-    from distributed import Client, LocalCluster
+    from distributed import LocalCluster
 
     if address:
-        check_address(address)
-        try:
-            client = Client(address, timeout=timeout)
-        except (OSError, TimeoutError) as exc:
-            raise BadInput(
-                f"--address {address}: no Dask scheduler answered within {timeout:g} s ({exc})"
-            ) from None
-        with client:
+        with connect(address, timeout) as client:
             found = len(client.scheduler_info(n_workers=-1).get("workers", {}))
             link = client.dashboard_link
             yield address, link if link and answers(link) else None, found

@@ -39,6 +39,7 @@ from puzzlesweep.flows.batches import Batch, Planner
 from puzzlesweep.flows.cluster import (
     Watch,
     configured_api,
+    connect,
     dask_cluster,
     prefect_api,
     report_to,
@@ -344,6 +345,8 @@ def run_sweep(
     from prefect_dask import DaskTaskRunner
 
     say = announce or (lambda line: None)
+    if address:  # a silent scheduler is bad input: refused before the run's row is written
+        connect(address, connect_timeout).close()
     configured = configured_api() is not None
     if not configured:
         api = api or TemporaryAPI()  # starts while the cluster does; prefect_api stops it
