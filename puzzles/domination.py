@@ -55,6 +55,9 @@ from puzzlesweep.solvers.highs import MipModel
 
 NAME = "domination"
 SOLVERS = ("auto", "highs", "scip")
+#: The dashboard's axes: the size parameter on x (a list counts its product) and the
+#: parameters whose values make one series each.
+AXES = ("rows", ("piece", "variant"))
 
 Solution = tuple[int, ...]  # sorted occupied squares
 

@@ -42,6 +42,9 @@ from puzzlesweep.solvers.highs import MipModel
 
 NAME = "monochromatic_lines"
 SOLVERS = ("auto", "highs", "scip")
+#: The dashboard's axes: the size parameter on x (a list counts its product) and the
+#: parameters whose values make one series each.
+AXES = ("n", ("d",))
 
 Cell = tuple[int, ...]  # (0, 2, 1): a point of [n]^d
 Line = tuple[int, ...]  # cell indices, in order along the line

@@ -54,6 +54,9 @@ from puzzlesweep.solvers.highs import MipModel
 
 NAME = "no_k_in_row"
 SOLVERS = ("auto", "highs", "scip")
+#: The dashboard's axes: the size parameter on x (a list counts its product) and the
+#: parameters whose values make one series each.
+AXES = ("dims", ("k",))
 
 Window = tuple[int, ...]  # k row-major cell indices along one direction
 Solution = tuple[int, ...]  # sorted indices of removed stones

@@ -86,6 +86,9 @@ from puzzlesweep.solvers.frontier import LayeredProblem
 
 NAME = "peg_solitaire"
 SOLVERS = ("backtrack",)
+#: The dashboard's axes: the size parameter on x (a list counts its product) and the
+#: parameters whose values make one series each.
+AXES = ("side", ("question", "finish"))
 
 Jump = tuple[int, int, int]  # (from, over, to), 0-based hole indices
 

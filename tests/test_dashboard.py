@@ -187,8 +187,9 @@ def test_dashboard_under_load_stays_bounded(tmp_path):
     import socket
     from concurrent.futures import ThreadPoolExecutor
 
-    from puzzlesweep import dashboard, puzzles
+    from puzzlesweep import puzzles
     from puzzlesweep.core import Instance, make_params
+    from puzzlesweep.dashboard import server as dashboard
     from puzzlesweep.solve import solve_instance
     from puzzlesweep.solvers import Limits
 
@@ -248,3 +249,106 @@ def test_dashboard_under_load_stays_bounded(tmp_path):
     finally:
         server.shutdown()
         server.server_close()
+
+
+# One slow instance: the 6×7×6 box with k = 5 (PUZZLES.md: open, between 56 and 63), so
+# no batch can finish within the first 15 s of the run.
+SLOW = """
+name = "slow-box"
+[[study]]
+family = "no_k_in_row"
+solver = "highs"
+time_limit = 40
+grid = { dims = [[6, 7, 6]], k = 5 }
+"""
+
+
+def test_a_run_is_listed_within_15_s_of_its_start_before_any_batch(tmp_path):
+    spec = tmp_path / "slow.toml"
+    spec.write_text(SLOW)
+    results = tmp_path / "results"
+    started = time.monotonic()
+    sweep = subprocess.Popen(
+        [*CLI, "run", str(spec), "--catalog", str(results), "--workers", "1"]
+        + ["--dashboard-address", "127.0.0.1:0"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        listed = []
+        while not listed and time.monotonic() - started < 15:
+            listed = state(results)["runs"]
+            time.sleep(0.2)
+        seconds = time.monotonic() - started
+        assert listed, "the run was not listed within 15 s of its start"
+        (run,) = listed
+        assert (run["sweep"], run["state"], run["done"], run["total"]) == (
+            "slow-box",
+            "running",
+            0,
+            1,
+        )
+        assert seconds < 15 and count(results) == 0
+    finally:
+        sweep.kill()
+        sweep.wait(timeout=60)
+
+
+def _dom_links(dom: str) -> dict[str, dict[str, str]]:
+    """run id → {link name: URL} of the page's `watch` column."""
+    cells = re.findall(r'<tr data-run="([^"]+)">.*?data-field="links">(.*?)</td>', dom)
+    return {run: dict(re.findall(r'data-link="(\w+)" href="([^"]+)"', cell)) for run, cell in cells}
+
+
+def test_page_links_prefect_and_dask_only_where_they_exist_and_names_its_axes(tmp_path):
+    from puzzlesweep import puzzles
+    from puzzlesweep.core import Instance, make_params
+    from puzzlesweep.solve import solve_instance
+    from puzzlesweep.solvers import Limits
+
+    family = puzzles.get("domination")
+    rows = []
+    for piece in ("knight", "king"):
+        for n in range(1, 5):
+            raw = {"piece": piece, "rows": n, "cols": n}
+            instance = Instance("domination", make_params(family.Params, raw))
+            row = solve_instance(instance, "highs", Limits(10))
+            row.update(run_id="with", sweep="s", puzzlesweep_version="t", schema_version=4)
+            rows.append(row)
+    catalog.prepare(tmp_path, {family.Params})
+    catalog.write_batch(tmp_path, family.Params, rows, "with-00001")
+    flow_run = "http://127.0.0.1:4200/runs/flow-run/0b9f1e52-2a57-4f0e-8d8c-0c1c2d3e4f50"
+    dask = "http://127.0.0.1:8787/status"
+    when = rows[0]["started_at"]
+    common = {"sweep": "s", "planned": 8, "skipped": 0, "started_at": when}
+    # a running run with both links; a finished one whose cluster is gone; one with none
+    catalog.write_run(
+        tmp_path,
+        {**common, "run_id": "with", "state": "running", "flow_run_url": flow_run}
+        | {"dask_dashboard_url": dask},
+    )
+    catalog.write_run(
+        tmp_path,
+        {**common, "run_id": "ended", "state": "finished", "flow_run_url": flow_run}
+        | {"dask_dashboard_url": dask},
+    )
+    catalog.write_run(tmp_path, {**common, "run_id": "without", "state": "running"})
+    server, url = serve_in_thread(tmp_path)
+    try:
+        dom = chromium("--virtual-time-budget=4000", "--dump-dom", url).split("<script>")[0]
+    finally:
+        server.shutdown()
+    assert _dom_links(dom) == {
+        "with": {"prefect": flow_run, "dask": dask},
+        "ended": {"prefect": flow_run},  # a finished run's Dask dashboard ended with it
+        "without": {},
+    }
+    # one series per piece, a legend naming them and the incumbents, an axis named
+    # after the family's size parameter
+    assert re.findall(r'data-series="([^"]+)"', dom) == [
+        "piece=king variant=dominating",
+        "piece=knight variant=dominating",
+    ]
+    assert 'data-field="x-label">rows<' in dom and "incumbent" in dom
+    assert re.search(r'data-field="instances">8<.*?data-field="classes">8<', dom)

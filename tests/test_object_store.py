@@ -293,9 +293,10 @@ def test_dashboard_serves_the_s3_catalog(two_sweeps):
     assert state["catalog"] == two_sweeps
     runs = sorted((r["sweep"], r["state"], r["done"], r["total"]) for r in state["runs"])
     assert runs == [("pegs", "finished", 10, 10), ("small-knights", "finished", 6, 6)]
-    families = {f["family"]: f["rows"] for f in state["families"]}
+    shown = {f["family"]: f for f in state["families"]}
+    families = {name: [p for s in f["series"] for p in s["points"]] for name, f in shown.items()}
     assert sorted(families) == ["domination", "peg_solitaire"]
-    assert [(r["size"], r["objective"]) for r in families["domination"]] == [
+    assert [(r["x"], r["objective"]) for r in families["domination"]] == [
         (n, float(best)) for n, best in enumerate(KNIGHT_OPTIMA[:6], 1)
     ]
     # one row per class of equivalent start holes (instance_key): corners, edges, centre
@@ -305,4 +306,7 @@ def test_dashboard_serves_the_s3_catalog(two_sweeps):
         ("infeasible", None),
         ("optimal", 5.0),
     ]
+    # the 10 start holes of T_4 are 10 instances in 3 classes: 7 rows are symmetric copies
+    assert (shown["peg_solitaire"]["instances"], shown["peg_solitaire"]["classes"]) == (10, 3)
+    assert shown["peg_solitaire"]["copies"] == 7
     assert state["failures"] == []
