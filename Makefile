@@ -1,6 +1,9 @@
 # One command sets up and runs the main job (make demo), one sets up and passes the tests
 # (make test). Both create .venv on first use and reinstall when pyproject.toml changes.
 PYTHON ?= python3
+# A recipe's pipeline fails when any command in it fails (pip and apt are piped into grep).
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 VENV := .venv
 BIN := $(VENV)/bin
 
@@ -15,10 +18,14 @@ export PREFECT_LOGGING_LEVEL ?= WARNING
 
 # Installs are reproducible: every package at the exact version of requirements.lock
 # (pip constraints), the project itself editable.
+# pip prints each package as it collects and installs it (a few minutes on a fresh machine).
 $(BIN)/.installed: pyproject.toml requirements.lock
+	@echo "== setting up $(VENV): Python packages pinned by requirements.lock (a few minutes the first time)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[dev]'
+	$(BIN)/python -m pip install --progress-bar off -c requirements.lock -e '.[dev]' \
+	  | { grep --line-buffered -E '^(Collecting|Installing|Successfully)' || true; }
+	@echo "== $(VENV) is ready"
 	touch $@
 
 # Resolve pyproject.toml's ranges afresh in a throw-away venv and pin what they give.
@@ -37,8 +44,11 @@ demo: $(BIN)/.installed
 
 # Debian's headless Chromium for the dashboard's browser test (installs as root via apt).
 browser:
-	@command -v chromium >/dev/null || { apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
+	@command -v chromium >/dev/null || { \
+	  echo "== installing Debian's chromium for the dashboard's browser test (about a minute)"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver \
+	    | { grep --line-buffered -E '^(Get|Setting up) ' || true; }; \
+	  command -v chromium >/dev/null && echo "== chromium is installed"; }
 
 test: $(BIN)/.installed browser
 	$(BIN)/ruff check .
