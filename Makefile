@@ -7,12 +7,8 @@ SHELL := /bin/bash
 VENV := .venv
 BIN := $(VENV)/bin
 
-# Offline and quiet: no telemetry, no update checks, a generous ephemeral-API start-up
-# (a cold start with migrations was measured at 23 s, above Prefect's default of 20 s).
-export DO_NOT_TRACK := 1
-export PREFECT_SERVER_ANALYTICS_ENABLED := false
-export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
-export PREFECT_LOGGING_LEVEL ?= WARNING
+# Prefect's and Dask's offline, quiet settings are set by the CLI and the test suite
+# themselves (puzzlesweep.QUIET_DEFAULTS), so they hold outside make too.
 
 .PHONY: demo test test-slow browser format clean lock
 

@@ -124,15 +124,21 @@ class TemporaryAPI:
         self.stop()
 
 
+def configured_api() -> str | None:
+    """The Prefect API URL this process's settings name (environment, profile or
+    prefect.toml), or None when none is configured and a run needs a temporary one."""
+    from prefect.settings import PREFECT_API_URL
+
+    return PREFECT_API_URL.value() or None
+
+
 def serve() -> None:
     """The child: say `configured` and exit when Prefect's settings name an API, else
     serve the ephemeral API on a free port of 127.0.0.1 (said as `port N`)."""
     from puzzlesweep.flows.isolate import _die_with_parent
 
     _die_with_parent()
-    from prefect.settings import PREFECT_API_URL
-
-    if PREFECT_API_URL.value():
+    if configured_api():
         print("configured", flush=True)
         return
     import uvicorn

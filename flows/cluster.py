@@ -15,16 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from puzzlesweep.core import BadInput
-from puzzlesweep.flows.api import TemporaryAPI
-
-
-def configured_api() -> str | None:
-    """The Prefect API URL this process's settings name (environment, profile or
-    prefect.toml), or None when none is configured and a run needs a temporary one."""
-    from prefect.settings import PREFECT_API_URL
-
-    return PREFECT_API_URL.value() or None
-
+from puzzlesweep.flows.api import TemporaryAPI, configured_api
 
 ADDRESS = re.compile(r"^(tcp|tls)://[^\s:/]+:\d{1,5}$")
 

@@ -30,7 +30,7 @@ from prefect.artifacts import (
 
 
 @dataclass
-class Snapshot:
+class Standing:
     """Where a run stands: instances done and planned (counts), counts by status of the
     committed rows, seconds since the run's first batch was submitted, and the
     estimated seconds left (None before any estimate)."""
@@ -48,12 +48,12 @@ class Snapshot:
         return self.done / self.seconds if self.seconds > 0 else 0.0
 
 
-Listener = Callable[[Snapshot], None]
+Listener = Callable[[Standing], None]
 _listeners: list[Listener] = []
 
 
 def listen(listener: Listener) -> Callable[[], None]:
-    """Call `listener(snapshot)` whenever a sweep run in this process moves (an
+    """Call `listener(standing)` whenever a sweep run in this process moves (an
     instance or a batch ends); returns a function that stops it."""
     _listeners.append(listener)
     return lambda: _listeners.remove(listener)
@@ -112,7 +112,7 @@ class Progress:
             self._out[number][1] += instances
         self._notify()
 
-    def batch_done(self, number: int, instances: int, counts: dict[str, int]) -> Snapshot:
+    def batch_done(self, number: int, instances: int, counts: dict[str, int]) -> Standing:
         """Batch `number` committed `instances` rows with `counts` by status."""
         with self._lock:
             self._out.pop(number, None)
@@ -140,12 +140,12 @@ class Progress:
             f"{self.total} instances solved{where}",
         )
 
-    def snapshot(self) -> Snapshot:
+    def standing(self) -> Standing:
         """Where the run stands now."""
         with self._lock:
             left = {number: max(0, n - r) for number, (n, r) in self._out.items()}
             counts = dict(self.counts)
-        return Snapshot(
+        return Standing(
             self.run_id,
             self.done,
             self.total,
@@ -154,8 +154,8 @@ class Progress:
             self.estimate(left) if self.done < self.total else 0.0,
         )
 
-    def _notify(self) -> Snapshot:
-        snapshot = self.snapshot()
+    def _notify(self) -> Standing:
+        standing = self.standing()
         for listener in list(_listeners):
-            listener(snapshot)
-        return snapshot
+            listener(standing)
+        return standing

@@ -1,3 +1,28 @@
 """puzzlesweep: batch experiments on combinatorial puzzles."""
 
+import os
+
 __version__ = "0.1.0"
+
+#: Offline, quiet defaults for Prefect and Dask, to be set before either is imported (any
+#: can be overridden in the environment): no telemetry, a start-up timeout above the 23 s
+#: measured for a cold temporary Prefect API (Prefect's default is 20 s); Prefect's run
+#: logs at INFO reach its API (the flow run's page), while the terminal shows warnings
+#: only (and `run`'s progress display); the resource tracker of an interrupted run's
+#: cluster cleans up without a warning.
+QUIET_DEFAULTS = {
+    "PYTHONWARNINGS": "ignore::UserWarning:multiprocessing.resource_tracker",
+    "DASK_LOGGING__DISTRIBUTED": "warning",
+    "DO_NOT_TRACK": "1",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    "PREFECT_LOGGING_LEVEL": "INFO",
+    "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
+}
+
+
+def set_quiet_defaults() -> None:
+    """Set each of `QUIET_DEFAULTS` in `os.environ` that is not set already (the CLI and
+    the test suite call it before Prefect or Dask is imported)."""
+    for name, value in QUIET_DEFAULTS.items():
+        os.environ.setdefault(name, value)

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-# Offline and quiet, before Prefect is imported anywhere (the Makefile sets the same).
-os.environ.setdefault("DO_NOT_TRACK", "1")
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+from puzzlesweep import set_quiet_defaults
+
+# Offline and quiet, before Prefect is imported anywhere: the CLI's defaults, and the
+# tests' own flows log warnings only.
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+set_quiet_defaults()
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "puzzlesweep.cli"]

@@ -21,7 +21,6 @@ Parameter values on the command line are integers (`k=5`), words (`piece=knight`
 comma-separated integer lists (`dims=6,7,6`, `counts=14,13`).
 """
 
-import os
 import sys
 
 # isort: off
@@ -31,29 +30,14 @@ from puzzlesweep.cli import run  # noqa: F401
 from puzzlesweep.cli import catalog  # noqa: F401
 
 # isort: on
+from puzzlesweep import set_quiet_defaults
 from puzzlesweep.cli.common import app, err
 from puzzlesweep.core import BadInput
-
-#: Offline, quiet defaults for Prefect and Dask, set before they are imported (any can be
-#: overridden in the environment): no telemetry, a start-up timeout above the 23 s
-#: measured for a cold temporary API; Prefect's run logs at INFO reach its API (the flow
-#: run's page), while the terminal shows warnings only (and `run`'s progress display).
-QUIET_DEFAULTS = {
-    # the resource tracker of an interrupted run's cluster cleans up without a warning
-    "PYTHONWARNINGS": "ignore::UserWarning:multiprocessing.resource_tracker",
-    "DASK_LOGGING__DISTRIBUTED": "warning",
-    "DO_NOT_TRACK": "1",
-    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
-    "PREFECT_LOGGING_LEVEL": "INFO",
-    "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
-}
 
 
 def main() -> None:
     """Entry point of the `puzzlesweep` script."""
-    for name, value in QUIET_DEFAULTS.items():
-        os.environ.setdefault(name, value)
+    set_quiet_defaults()
     try:
         app()
     except BadInput as exc:
