@@ -5,7 +5,7 @@ or an object-store URL (`store.py`); `CATALOG/results` is a plain Delta table th
 knowing nothing of puzzlesweep read (deltalake, polars `read_delta`, pandas, Spark,
 DuckDB over `DeltaTable.to_pyarrow_dataset()`).
 
-Reading takes one snapshot (`Snapshot`): both tables at fixed versions, optionally as
+Reading (`read.py`) takes one snapshot (`Snapshot`): both tables at fixed versions, optionally as
 they were at an earlier version or time, and a DuckDB connection with three views:
 
     results   every row
@@ -21,18 +21,30 @@ they were at an earlier version or time, and a DuckDB connection with three view
 """
 
 import os
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 
 import pyarrow as pa
 
+from puzzlesweep.catalog.read import (
+    LOST_AFTER_SECONDS,
+    CatalogLike,
+    Snapshot,
+    StaleSnapshot,
+    connect,
+    files,
+    finished,
+    latest,
+    open,
+    query,
+    snapshot,
+    to_arrow,
+    to_pandas,
+)
 from puzzlesweep.catalog.schema import (
     COMMON_COLUMNS,
     COMMON_NAMES,
-    RUN_SCHEMA,
     RUN_STATES,
     SCHEMA_VERSION,
     STATUSES,
@@ -41,35 +53,14 @@ from puzzlesweep.catalog.schema import (
 from puzzlesweep.catalog.store import (
     KEYS,
     RESULTS,
-    RUNS,
     CatalogDamaged,
     Location,
     append,
-    is_table,
+    exists,
     locate,
     open_table,
 )
 from puzzlesweep.core import BadInput
-
-CatalogLike = str | Path | Location
-
-#: Seconds without a heartbeat after which a `running` run reads `lost` (a run writes
-#: one every `runs.HEARTBEAT_SECONDS`).
-LOST_AFTER_SECONDS = 90
-
-LATEST = """
-SELECT * FROM results
-QUALIFY row_number() OVER (
-    PARTITION BY params_key, solver, time_limit, node_limit
-    ORDER BY status = 'error', finished_at DESC) = 1
-"""
-RUNS_VIEW = f"""
-SELECT * REPLACE (
-    CASE WHEN state = 'running'
-          AND heartbeat_at < now() - INTERVAL {LOST_AFTER_SECONDS} SECOND
-         THEN 'lost' ELSE state END AS state)
-FROM runs_table
-"""
 
 
 def default_catalog() -> str:
@@ -82,12 +73,6 @@ def resolve(catalog: CatalogLike) -> str:
     directory (Dask workers may run in another working directory), else the URL.
     Raises BadInput as `locate` does."""
     return locate(catalog).uri
-
-
-def exists(catalog: CatalogLike) -> bool:
-    """Does `catalog` hold a results or runs table?"""
-    location = locate(catalog)
-    return is_table(location, RESULTS) or is_table(location, RUNS)
 
 
 def check_writable(catalog: CatalogLike) -> Location:
@@ -155,228 +140,6 @@ def committed(catalog: CatalogLike, app_id: str) -> bool:
     """Has a commit of `results` carried application transaction `app_id`?"""
     table = open_table(locate(catalog), RESULTS)
     return table is not None and table.transaction_version(app_id) is not None
-
-
-class Snapshot:
-    """Both tables of a catalog at fixed versions (`results_version`, `runs_version`:
-    ints, or None for a missing table) and a DuckDB connection over them with the views
-    `results`, `latest` and `runs` (see the module docstring).
-
-    `query(sql, parameters)` returns (columns, rows); `relation(sql, parameters)` a
-    DuckDB relation (`.to_arrow_table()`, `.df()`). Both raise BadInput for SQL errors
-    and CatalogDamaged, naming the file, when a data file cannot be read."""
-
-    def __init__(self, location: Location, as_of: int | str | None = None):
-        import duckdb
-
-        self.location = location
-        self.results = open_table(location, RESULTS, as_of)
-        runs = open_table(location, RUNS)  # runs as they are now, also with `as_of`
-        self.results_version = self.results.version() if self.results is not None else None
-        self.runs_version = runs.version() if runs is not None else None
-        self.connection = duckdb.connect()
-        if self.results is not None:
-            self.connection.register("results", self.results.to_pyarrow_dataset())
-            self.connection.execute(f"CREATE VIEW latest AS {LATEST}")
-        self.connection.register(
-            "runs_table", runs.to_pyarrow_table() if runs is not None else RUN_SCHEMA.empty_table()
-        )
-        self.connection.execute(f"CREATE VIEW runs AS {RUNS_VIEW}")
-
-    def close(self) -> None:
-        """Close the DuckDB connection (a connection left open at interpreter exit, with
-        an Arrow dataset registered, can abort the process)."""
-        self.connection.close()
-
-    def __enter__(self) -> "Snapshot":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def files(self) -> list[str]:
-        """The data files of `results` in this snapshot (URIs)."""
-        return self.results.file_uris() if self.results is not None else []
-
-    def relation(self, sql: str, parameters: list | None = None):
-        """The DuckDB relation of `sql` (with `?` bound to `parameters`)."""
-        if self.results is None:
-            raise BadInput(f"catalog {self.location.uri} holds no results yet")
-        with self._errors():
-            relation = self.connection.sql(sql, params=parameters or None)
-        if relation is None:
-            raise BadInput("query failed: the statement returns no rows (use SELECT)")
-        return relation
-
-    def query(self, sql: str, parameters: list | None = None) -> tuple[list[str], list[tuple]]:
-        """(column names, rows as tuples) of `sql` over the views."""
-        relation = self.relation(sql, parameters)
-        with self._errors():
-            return list(relation.columns), relation.fetchall()
-
-    def arrow(self, sql: str, parameters: list | None = None) -> pa.Table:
-        """The result of `sql` as a pyarrow Table."""
-        relation = self.relation(sql, parameters)
-        with self._errors():
-            return relation.to_arrow_table()
-
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        """A failed read of a data file becomes CatalogDamaged naming the file, any other
-        DuckDB error BadInput with DuckDB's message."""
-        import duckdb
-
-        try:
-            yield
-        except (OSError, pa.ArrowException, duckdb.Error) as exc:
-            from puzzlesweep.catalog.maintenance import damaged_files
-
-            if not damaged_files(self.location, self.results):
-                if isinstance(exc, duckdb.Error):
-                    raise BadInput(f"query failed: {exc}") from None
-                raise
-            # files of this snapshot are unreadable: damaged now, or vacuumed since
-            damaged = [
-                path for path, _ in damaged_files(self.location, open_table(self.location, RESULTS))
-            ]
-            if not damaged:
-                raise StaleSnapshot(
-                    f"catalog {self.location.uri}: version "
-                    f"{self.results_version} was vacuumed while read"
-                ) from None
-            more = f" and {len(damaged) - 1} more" if len(damaged) > 1 else ""
-            raise CatalogDamaged(
-                f"catalog {self.location.uri}: data file {damaged[0]}{more} cannot be read "
-                f"({str(exc).splitlines()[0][:120]}); run `puzzlesweep catalog check`, then "
-                "`puzzlesweep catalog repair` and re-run the sweep to solve its rows again"
-            ) from None
-
-
-class StaleSnapshot(BadInput):
-    """The files of a snapshot were vacuumed (`catalog compact`) while it was read."""
-
-
-def _fresh(catalog: CatalogLike, read, as_of: int | str | None = None):
-    """`read(snapshot)` on a new snapshot, taken again (up to 3 times) when a compaction
-    vacuumed the files of the one being read."""
-    for attempt in range(3):
-        try:
-            with snapshot(catalog, as_of) as shot:
-                return read(shot)
-        except StaleSnapshot:
-            if attempt == 2 or as_of is not None:
-                raise
-
-
-def snapshot(catalog: CatalogLike, as_of: int | str | None = None) -> Snapshot:
-    """A Snapshot of `catalog`, now or `as_of` a version (int) or a time (ISO 8601
-    string). Raises BadInput when the catalog does not exist or has no such version."""
-    location = locate(catalog)
-    if not exists(location):
-        raise BadInput(f"catalog {location.uri} does not exist (run a sweep into it first)")
-    return Snapshot(location, as_of)
-
-
-def connect(catalog: CatalogLike, as_of: int | str | None = None):
-    """A DuckDB connection with the views `results`, `latest` and `runs` over one
-    snapshot (see `snapshot`). Raises BadInput as `snapshot` does."""
-    shot = snapshot(catalog, as_of)
-    if shot.results is None:
-        raise BadInput(f"catalog {shot.location.uri} holds no results yet")
-    return shot.connection
-
-
-def open(catalog: CatalogLike):
-    """The DuckDB relation `results` of the catalog: filter, aggregate,
-    `.to_arrow_table()`, `.df()`. Raises BadInput as `connect` does."""
-    return connect(catalog).view("results")
-
-
-def query(
-    catalog: CatalogLike, sql: str, parameters: list | None = None, as_of: int | str | None = None
-) -> tuple[list[str], list[tuple]]:
-    """Run `sql` (with `?` placeholders bound to `parameters`) over the views `results`,
-    `latest` and `runs` of one snapshot; returns (column names, rows as tuples). Raises
-    BadInput for a missing or empty catalog or an SQL error, CatalogDamaged for a data
-    file that cannot be read."""
-    return _fresh(catalog, lambda shot: shot.query(sql, parameters), as_of)
-
-
-def to_arrow(
-    catalog: CatalogLike, sql: str = "SELECT * FROM results", parameters: list | None = None
-) -> pa.Table:
-    """The result of `sql` as a pyarrow Table (typed columns: lists stay lists,
-    timestamps UTC). Raises as `query` does."""
-    return _fresh(catalog, lambda shot: shot.arrow(sql, parameters))
-
-
-def to_pandas(
-    catalog: CatalogLike, sql: str = "SELECT * FROM results", parameters: list | None = None
-):
-    """The result of `sql` as a pandas DataFrame (needs pandas; raises ImportError
-    naming it otherwise). Raises as `query` does."""
-    try:
-        import pandas  # noqa: F401
-    except ImportError:
-        raise ImportError("to_pandas needs pandas: pip install pandas") from None
-    return _fresh(catalog, lambda shot: shot.relation(sql, parameters).df())
-
-
-def files(catalog: CatalogLike) -> list[str]:
-    """The data files of `results` now (URIs); empty for a missing catalog."""
-    table = open_table(locate(catalog), RESULTS)
-    return table.file_uris() if table is not None else []
-
-
-DoneKey = tuple[str, str, float, int | None]
-
-
-def finished(catalog: CatalogLike, planned: Iterable[DoneKey] | None = None) -> set[DoneKey]:
-    """The (params_key, solver, time_limit in seconds, node_limit) that already have a
-    final result (any status but `error`); empty for a missing or empty catalog. Keyed by
-    the row's own params_key, so an instance equivalent to one solved earlier still gets
-    its own row. With `planned` (such tuples), only those are looked up: DuckDB joins
-    them with the catalog, so the cost scales with the plan, not with the catalog."""
-    location = locate(catalog)
-    if open_table(location, RESULTS) is None:
-        return set()
-    with Snapshot(location) as shot:
-        return _finished(shot, planned)
-
-
-def _finished(shot: Snapshot, planned: Iterable[DoneKey] | None) -> set[DoneKey]:
-    sql = (
-        "SELECT DISTINCT params_key, solver, time_limit, node_limit FROM results "
-        "WHERE status <> 'error'"
-    )
-    if planned is not None:
-        keys = pa.table(
-            list(zip(*planned, strict=True)) or [[], [], [], []],
-            schema=pa.schema(
-                [
-                    ("params_key", pa.string()),
-                    ("solver", pa.string()),
-                    ("time_limit", pa.float64()),
-                    ("node_limit", pa.int64()),
-                ]
-            ),
-        )
-        shot.connection.register("planned", keys)
-        sql += (
-            " AND (params_key, solver, time_limit, coalesce(node_limit, -1)) IN "
-            "(SELECT (params_key, solver, time_limit, coalesce(node_limit, -1)) FROM planned)"
-        )
-    _, rows = shot.query(sql)
-    return {(key, solver, limit, nodes) for key, solver, limit, nodes in rows}
-
-
-def latest(catalog: CatalogLike, params_keys: list[str]) -> list[dict]:
-    """The latest result (view `latest`) of each solver and limits of the instances
-    `params_keys`, whichever run or sweep wrote it, as dicts of column → value."""
-    columns, rows = query(
-        catalog, "SELECT * FROM latest WHERE params_key IN (SELECT unnest(?))", [params_keys]
-    )
-    return [dict(zip(columns, row, strict=True)) for row in rows]
 
 
 def _version(package: str) -> str:

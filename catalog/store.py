@@ -208,3 +208,9 @@ def replace(location: Location, name: str, rows: pa.Table, predicate: str, attem
             if attempt == attempts - 1:
                 raise
             time.sleep(random.uniform(0.05, 0.3))
+
+
+def exists(catalog: "str | Path | Location") -> bool:
+    """Does `catalog` hold a results or runs table?"""
+    location = locate(catalog)
+    return is_table(location, RESULTS) or is_table(location, RUNS)
