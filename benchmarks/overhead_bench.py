@@ -25,7 +25,7 @@ batch, every Parquet file) and shut-down (the summary table, the cluster and the
 stopping); and the ratio of the median steady state to the median pool time. Both must
 give the same objective for every instance both prove optimal; the script checks it.
 
-Target (issue 6): steady-state ratio <= 1.15 and start-up <= 15 s. Figures measured on
+Target: steady-state ratio <= 1.15 and start-up <= 15 s. Figures measured on
 this machine are in benchmarks/README.md. Not part of the test suite.
 """
 

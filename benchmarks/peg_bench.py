@@ -16,8 +16,7 @@ Each run is a child process under an address-space limit of `--memory` GiB (RLIM
 the engine's own limit is 1 GiB less, so it stops with a row, not a crash), so its
 peak RSS (ru_maxrss) is its own. The engine logs each layer to stderr. Every solution
 is replayed by the verifier. Not part of the test suite; the figures are in
-benchmarks/README.md. The engines of before issue 13 are gone: their figures, measured
-with this file at commit e871df8, are in the README as well.
+benchmarks/README.md, with the figures of the engines this one replaced.
 """
 
 import argparse

@@ -50,7 +50,7 @@ COMMON_COLUMNS: list[tuple[str, pa.DataType]] = [
     # The combined row of a split proof: JSON listing every part with its status and
     # lower limit (flows/prove.py); null on every other row.
     ("certificate", pa.string()),
-    # `solve --count` or a study's `count = true` (issue 12): how many optimal solutions
+    # `solve --count` or a study's `count = true`: how many optimal solutions
     # the instance has, and how many up to the board's symmetries; null when not counted.
     ("solutions", pa.int64()),
     ("inequivalent", pa.int64()),

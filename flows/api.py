@@ -22,10 +22,9 @@ Only Prefect's public interface is used: the settings `PREFECT_API_URL` and
 `PREFECT_UI_ENABLED`, and the app factory `create_app(ephemeral=True, final=True)` (the
 factory `prefect server start` serves; `ephemeral` turns the UI and the background
 services off, `final` lets it skip work for later apps), called by `app()` below under
-uvicorn's public `Config(factory=True)`. Before issue 14 the child set the private
-environment variables `PREFECT__SERVER_EPHEMERAL` and `PREFECT__SERVER_FINAL`, which
-`create_app` reads as fallbacks for those two arguments; passing the arguments instead
-costs nothing (the same code runs). The exact Prefect version is pinned by
+uvicorn's public `Config(factory=True)`. The private environment variables
+`PREFECT__SERVER_EPHEMERAL` and `PREFECT__SERVER_FINAL` would do the same (`create_app`
+reads them as fallbacks for those two arguments), but only the arguments are public. The exact Prefect version is pinned by
 `requirements.lock`, so a release that changes even the public surface arrives only with
 `make lock` and the test suite.
 """

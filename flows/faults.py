@@ -11,8 +11,8 @@ either: the run is being stopped.
 batch task. deltalake reports a file system error as a plain OSError whose message ends
 in the operating system's `(os error N)`, without `errno` set, so both are looked at.
 
-Roads not taken: retrying everything a fixed number of times (issue 14: 444 errors and
-3,002 log lines in 4 minutes on an immutable catalog); checking the catalog's
+Roads not taken: retrying everything a fixed number of times (on an immutable catalog it
+made 444 errors and 3,002 log lines in 4 minutes); checking the catalog's
 writability before each batch (a race, and the cost of a write per batch).
 """
 
