@@ -24,9 +24,9 @@ factory `prefect server start` serves; `ephemeral` turns the UI and the backgrou
 services off, `final` lets it skip work for later apps), called by `app()` below under
 uvicorn's public `Config(factory=True)`. The private environment variables
 `PREFECT__SERVER_EPHEMERAL` and `PREFECT__SERVER_FINAL` would do the same (`create_app`
-reads them as fallbacks for those two arguments), but only the arguments are public. The exact Prefect version is pinned by
-`requirements.lock`, so a release that changes even the public surface arrives only with
-`make lock` and the test suite.
+reads them as fallbacks for those two arguments), but only the arguments are public.
+The exact Prefect version is pinned by `requirements.lock`, so a release that changes
+even the public surface arrives only with `make lock` and the test suite.
 """
 
 import os
