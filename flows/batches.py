@@ -165,20 +165,28 @@ class Planner:
         self.planned += 1
         return batch
 
-    def seconds_left(self, in_flight: dict[int, int]) -> float | None:
-        """Estimated wall seconds until every job is done: the jobs not handed out, and
-        `in_flight` ({batch number: its jobs not finished yet}), each at its group's
-        measured seconds per job (a group not measured yet at the mean of the measured
-        ones), shared by the workers. None before any group is measured. Safe to call
-        from another thread than the one handing out batches."""
+    def seconds_left(self, in_flight: dict[int, tuple[int, float]]) -> float:
+        """Estimated wall seconds until every job is done, shared by the workers: the
+        jobs not handed out and those of `in_flight` ({batch number: (its jobs not
+        finished yet, seconds since it went out)}), each at its group's measured seconds
+        per job. A group not measured yet counts each job at its time limit (a job may
+        take that long, and its probe replaces the guess within one batch), less the
+        seconds its batches have run already. Safe to call from another thread than the
+        one handing out batches."""
         measured = dict(self.measured)
-        if not measured:
-            return None
         per_job = {g: max(seconds / jobs, 1e-6) for g, (seconds, jobs) in measured.items()}
-        prior = sum(per_job.values()) / len(per_job)
-        work = sum(left * per_job.get(g, prior) for g, left in dict(self.left).items())
+
+        def cost(group: tuple) -> float:
+            return per_job[group] if group in per_job else group[2].time_limit
+
+        work = sum(left * cost(g) for g, left in dict(self.left).items())
         out = dict(self.out)
-        work += sum(n * per_job.get(out.get(b), prior) for b, n in in_flight.items())
+        for number, (jobs, running) in in_flight.items():
+            group = out.get(number)
+            if group is None:
+                continue
+            ahead = jobs * cost(group)
+            work += ahead if group in per_job else max(ahead - running, 0.0)
         return work / self.workers
 
     def _group(self) -> tuple | None:

@@ -50,6 +50,13 @@ class Standing:
 
 Listener = Callable[[Standing], None]
 _listeners: list[Listener] = []
+_current: "Progress | None" = None
+
+
+def current() -> Standing | None:
+    """Where the latest run started in this process stands now (its rate and estimate
+    computed at this moment), or None before any run."""
+    return _current.standing() if _current is not None else None
 
 
 def listen(listener: Listener) -> Callable[[], None]:
@@ -68,23 +75,26 @@ def artifact_key(text: str) -> str:
 class Progress:
     """The progress of one run of `total` instances of sweep `sweep`.
 
-    estimate(in_flight): seconds left, given {batch number: instances of it not
-    reported yet} for the batches out (the planner's measured seconds per instance of
-    each group, shared by the workers); None while nothing is measured. Thread-safe:
-    workers' reports arrive in the Dask client's thread."""
+    estimate(in_flight): seconds left, given {batch number: (instances of it not
+    reported yet, seconds since it went out)} for the batches out (the planner's
+    `seconds_left`); None while there is no estimate. Thread-safe: workers' reports
+    arrive in the Dask client's thread. The latest Progress made in this process is the
+    one `current()` reads."""
 
     run_id: str
     sweep: str
     total: int
-    estimate: Callable[[dict[int, int]], float | None] = lambda in_flight: None
+    estimate: Callable[[dict[int, tuple[int, float]]], float | None] = lambda in_flight: None
     counts: Counter = field(default_factory=Counter)
     committed: int = 0
     started: float = field(default_factory=time.perf_counter)
     artifact: object = None
-    _out: dict[int, list[int]] = field(default_factory=dict)  # number -> [size, reported]
+    _out: dict[int, list] = field(default_factory=dict)  # number -> [size, reported, sent at]
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
+        global _current
+        _current = self
         self.artifact = create_progress_artifact(
             progress=0.0 if self.total else 100.0,
             key=artifact_key(f"{self.sweep}-progress"),
@@ -96,12 +106,12 @@ class Progress:
     def done(self) -> int:
         """Instances committed, plus those reported by workers in batches not committed."""
         with self._lock:
-            return self.committed + sum(min(r, n) for n, r in self._out.values())
+            return self.committed + sum(min(r, n) for n, r, _ in self._out.values())
 
     def submitted(self, number: int, instances: int) -> None:
         """Batch `number` of `instances` went out."""
         with self._lock:
-            self._out[number] = [instances, 0]
+            self._out[number] = [instances, 0, time.perf_counter()]
 
     def instance_done(self, number: int, instances: int) -> None:
         """A worker finished `instances` more of batch `number` (ignored once the batch
@@ -143,7 +153,8 @@ class Progress:
     def standing(self) -> Standing:
         """Where the run stands now."""
         with self._lock:
-            left = {number: max(0, n - r) for number, (n, r) in self._out.items()}
+            now = time.perf_counter()
+            left = {number: (max(0, n - r), now - t) for number, (n, r, t) in self._out.items()}
             counts = dict(self.counts)
         return Standing(
             self.run_id,

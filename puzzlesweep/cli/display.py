@@ -24,13 +24,15 @@ def _left(seconds: float | None) -> str:
 @contextmanager
 def progress_display(every_seconds: float = 10.0):
     """While a sweep runs in this process: a rich progress bar (done, total, rate, the
-    planner's estimate of the time left) on a terminal, else a plain line every
-    `every_seconds` (on a timer, whether or not anything finished) and one at the end.
-    Instances count as they finish on the workers."""
+    planner's estimate of the time left) on a terminal, redrawn as instances finish and
+    every second, else a plain line every `every_seconds` (on a timer, whether or not
+    anything finished, each computed at that moment) and one at the end. Instances count
+    as they finish on the workers."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from puzzlesweep.flows.progress import listen
+    from puzzlesweep.flows.progress import current, listen
 
+    ticking = threading.Event()
     if err.is_terminal:
         bar = Progress(
             TextColumn("solving"),
@@ -45,21 +47,25 @@ def progress_display(every_seconds: float = 10.0):
             rate = f"{s.rate * 60:.1f}/min"
             bar.update(task, completed=s.done, total=s.total, rate=rate, left=_left(s.seconds_left))
 
+        def tick() -> None:
+            while not ticking.wait(1.0):
+                if (s := current()) is not None:
+                    show(s)
+
         with bar:
             stop = listen(show)
+            timer = threading.Thread(target=tick, name="progress-bar", daemon=True)
+            timer.start()
             try:
                 yield
             finally:
                 stop()
+                ticking.set()
         return
-    latest: list = []
-    said: list = [None]
-    ticking = threading.Event()
 
-    def line(again: bool = False) -> None:
-        if not latest or (latest[-1] is said[0] and not again):
+    def line() -> None:
+        if (s := current()) is None:
             return
-        s = said[0] = latest[-1]
         left = _left(s.seconds_left)
         err.print(
             f"{s.done}/{s.total} instances, {s.rate * 60:.1f}/min" + (f", {left}" if left else ""),
@@ -68,18 +74,13 @@ def progress_display(every_seconds: float = 10.0):
 
     def tick() -> None:
         while not ticking.wait(every_seconds):
-            line(again=True)
+            line()
 
-    def keep(s) -> None:
-        latest[:] = [s]
-
-    stop = listen(keep)
     timer = threading.Thread(target=tick, name="progress-lines", daemon=True)
     timer.start()
     try:
         yield
     finally:
-        stop()
         ticking.set()
         line()
 
