@@ -19,28 +19,12 @@ import pytest
 
 from puzzlesweep import catalog
 
-from .conftest import CLI, ROOT
+from .conftest import CLI, ROOT, slow_boxes
 from .servers import subreaper
 
-# Eight open boxes, each stopped at its 3 s limit: predictable batches of one.
-SLOW = """
-name = "slow"
-[[study]]
-family = "no_k_in_row"
-time_limit = 3
-[study.grid]
-dims = [[6, 7, 6], [6, 7, 7], [6, 8, 6], [7, 7, 7], [6, 8, 7], [7, 8, 7], [6, 9, 6], [8, 8, 6]]
-k = 5
-"""
+# Batches of one that each take their 3 s limit.
+SLOW = slow_boxes("slow", time_limit=3)
 GIB = 2**30
-
-
-@pytest.fixture
-def api_env(prefect_api) -> dict:
-    """The environment of a CLI subprocess that uses the session's Prefect test API."""
-    from prefect.settings import PREFECT_API_URL
-
-    return {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value()}
 
 
 def start(spec: Path, results: Path, env: dict, log: Path, *extra: str) -> subprocess.Popen:
@@ -440,7 +424,7 @@ def test_a_lost_prefect_api_is_noticed_within_10_s(tmp_path):
 @pytest.mark.slow
 def test_a_lost_dask_scheduler_is_noticed_within_10_s(api_env, tmp_path):
     # A scheduler and a worker of our own (`--address`), the scheduler killed mid-run.
-    from .servers import Processes, free_port
+    from .servers import Processes, free_port, start_scheduler
 
     address = f"tcp://127.0.0.1:{free_port()}"
     work = tmp_path / "cluster"
@@ -449,17 +433,7 @@ def test_a_lost_dask_scheduler_is_noticed_within_10_s(api_env, tmp_path):
     spec, results = tmp_path / "slow.toml", tmp_path / "results"
     spec.write_text(SLOW)
     try:
-        processes.start(
-            "scheduler",
-            "dask",
-            "scheduler",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            address.rsplit(":", 1)[1],
-            "--no-dashboard",
-            cwd=work,
-        )
+        start_scheduler(processes, int(address.rsplit(":", 1)[1]), work)
         processes.start(
             "worker",
             "dask",
