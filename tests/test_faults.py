@@ -1,4 +1,4 @@
-"""Faults and bad input (issue 14), tried as an impatient user and a hostile input would:
+"""Faults and bad input, tried as an impatient user and a hostile input would:
 real `puzzlesweep` processes, real signals, a catalog made immutable with chattr, each
 checked for its exit code, its wall time, the memory of the children it started
 (`resource.getrusage(RUSAGE_CHILDREN)`) and, after a re-run, one row per instance.
@@ -349,8 +349,8 @@ def measured(tmp_path: Path, *args: str, timeout: float = 120) -> tuple[int, flo
 
 
 def test_solve_holds_its_memory_limit_while_it_builds_the_model(tmp_path):
-    # issue 14: no result after 240 s and 7.1 GB; the model alone outgrows 512 MiB long
-    # before its 20 s (it reached 971 MiB in 10 s here, unloaded)
+    # Unguarded, this solve gave no result after 240 s and 7.1 GB; the model alone
+    # outgrows 512 MiB long before its 20 s (it reached 971 MiB in 10 s here, unloaded).
     code, seconds, peak, output = measured(
         tmp_path,
         "solve",
@@ -368,7 +368,8 @@ def test_solve_holds_its_memory_limit_while_it_builds_the_model(tmp_path):
 
 
 def test_solve_holds_its_time_limit_from_the_start_of_building_the_model(tmp_path):
-    # issue 14: 91 s and 6.2 GB for --time-limit 20, printing 32.7 s
+    # The time limit counts from the start of building the model: counted from the
+    # solver's start, --time-limit 20 took 91 s and 6.2 GB here, printing 32.7 s.
     code, seconds, peak, output = measured(
         tmp_path,
         "solve",
@@ -386,8 +387,8 @@ def test_solve_holds_its_time_limit_from_the_start_of_building_the_model(tmp_pat
 
 @pytest.mark.slow
 def test_a_lost_prefect_api_is_noticed_within_10_s(tmp_path):
-    # The run's own temporary Prefect API (no PREFECT_API_URL) killed mid-run: issue 14
-    # measured 149 s before the run noticed.
+    # The run's own temporary Prefect API (no PREFECT_API_URL) killed mid-run: without a
+    # watch on it, the run was measured taking 149 s to notice.
     import psutil
 
     spec, results = tmp_path / "slow.toml", tmp_path / "results"

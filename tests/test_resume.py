@@ -132,7 +132,7 @@ def test_two_runs_into_one_catalog_at_once(api_env, tmp_path):
     ]
     assert all(solved == finals for *_, solved, finals in manifests)
     # params_key: equivalent instances (peg start holes alike by symmetry) share
-    # instance_key since issue 3, but each keeps its own row.
+    # instance_key (one solve serves the class), but each keeps its own row.
     _, per_run = catalog.query(
         results,
         "SELECT sweep, count(*), count(DISTINCT params_key) FROM results GROUP BY 1 ORDER BY 1",

@@ -1,4 +1,4 @@
-"""SCIP as a second MIP engine, `auto`, and exact counts of optimal solutions (issue 12)."""
+"""SCIP as a second MIP engine, `auto`, and exact counts of optimal solutions."""
 
 import json
 import math

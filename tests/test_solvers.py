@@ -58,7 +58,8 @@ def test_highs_time_limit_keeps_incumbent_and_bound():
 
 
 def test_integral_objectives_round_their_bound_up():
-    # HiGHS reported 3.9999999999998583 as the proven bound of a 4 (issue 6).
+    # HiGHS reported 3.9999999999998583 as the proven bound of a 4 (a measured answer):
+    # an integral objective's bound rounds up, within a tolerance.
     assert highs.integral_bounds(4.000000000001, 3.9999999999998583) == (4.0, 4.0)
     assert highs.integral_bounds(64.0, 54.2) == (64.0, 55.0)
     assert highs.integral_bounds(None, None) == (None, None)
