@@ -74,6 +74,17 @@ class Processes:
                     pass
 
 
+def start_scheduler(processes: "Processes", port: int, cwd: Path, dashboard: int | None = None):
+    """Start `dask scheduler` on 127.0.0.1:`port` (its dashboard on 127.0.0.1:`dashboard`,
+    or none) in `cwd`, as process "scheduler" of `processes`."""
+    shown = ["--dashboard-address", f"127.0.0.1:{dashboard}"] if dashboard else ["--no-dashboard"]
+    return processes.start(
+        "scheduler",
+        *("dask", "scheduler", "--host", "127.0.0.1", "--port", str(port), *shown),
+        cwd=cwd,
+    )
+
+
 def wait_for(what: str, check: Callable[[], bool], timeout: float, every: float = 0.5):
     """Poll `check()` until it is true; fails with `what` after `timeout` seconds."""
     deadline = time.monotonic() + timeout

@@ -18,7 +18,7 @@ from puzzlesweep.flows.cluster import check_address
 from puzzlesweep.flows.sweep import run_sweep
 
 from .conftest import CLI, cli
-from .servers import Processes, free_port, wait_for
+from .servers import Processes, free_port, start_scheduler, wait_for
 
 # T_5 from every hole, fewest moves: 15 instances of about a second each, in batches of
 # 2, so a worker is nearly always in the middle of one; 12 small domination boards.
@@ -53,18 +53,7 @@ def cluster(tmp_path):
     work.mkdir()
     processes = Processes(work)
     try:
-        processes.start(
-            "scheduler",
-            "dask",
-            "scheduler",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--dashboard-address",
-            f"127.0.0.1:{dashboard}",
-            cwd=work,
-        )
+        start_scheduler(processes, port, work, dashboard)
         for name in ("w1", "w2"):
             processes.start(
                 name,

@@ -1,5 +1,5 @@
 """Every family against the values of ../shared/PUZZLES.md and published sources,
-through the Python API, plus the contract every family module keeps."""
+through the Python API (the behaviour every family shares is in test_contract.py)."""
 
 import pytest
 
@@ -14,23 +14,6 @@ def solve(family: str, **raw) -> dict:
     module = puzzles.get(family)
     instance = Instance(family, make_params(module.Params, raw))
     return solve_instance(instance, module.SOLVERS[0], Limits(60))
-
-
-# --- contract: every family module has the same shape -------------------------------
-@pytest.mark.parametrize("name", puzzles.FAMILIES)
-def test_family_contract(name):
-    module = puzzles.get(name)
-    assert module.NAME == name
-    for attribute in (
-        *("Params", "expand", "verify", "encode", "decode", "render", "SOLVERS"),
-        *("canonical", "from_canonical", "exhaustive", "picture"),
-    ):
-        assert hasattr(module, attribute), attribute
-    if "highs" in module.SOLVERS:
-        assert hasattr(module, "model") and hasattr(module, "from_mip")
-    if "backtrack" in module.SOLVERS:
-        assert hasattr(module, "search")
-    assert module.__doc__ and "Roads not taken" in module.__doc__
 
 
 # --- rule tables ------------------------------------------------------------------
@@ -213,10 +196,3 @@ def test_catalog_encoding_round_trips_and_reverifies(family, raw):
 def test_bad_parameters_are_named(family, raw, word):
     with pytest.raises(BadInput, match=word):
         make_params(puzzles.get(family).Params, raw)
-
-
-def test_instance_keys_are_stable():
-    # The key is a hash of canonical JSON: the same on every machine and Python version.
-    params = make_params(no_k_in_row.Params, {"k": 5, "dims": [6, 7]})
-    assert Instance("no_k_in_row", params).key == Instance("no_k_in_row", params).key
-    assert len(Instance("no_k_in_row", params).key) == 16

@@ -261,14 +261,14 @@ def fewest_over_all_starts(side: int, limit: float = 60) -> float:
 def test_fewest_moves_over_all_starts_matches_a127500():
     # OEIS A127500 (G. I. Bell, "Solving Triangular Peg Solitaire", JIS 11 (2008)
     # 08.4.8): T_4 -> 5, T_5 -> 9, T_6 -> 9 moves over all one-vacancy starts and all
-    # finishes. About a second in all here (T_6 took 437 s before issue 6).
+    # finishes. About a second in all here (a plain depth-first search took 437 s on T_6).
     assert [fewest_over_all_starts(side) for side in (4, 5, 6)] == [5, 9, 9]
 
 
 @pytest.mark.slow
 def test_t7_fewest_moves_matches_a127500():
-    # OEIS A127500, Bell (2008): T_7 -> 12 moves. About 15 s and 0.3 GB here (164 s and
-    # 1.3 GB before issue 13).
+    # OEIS A127500, Bell (2008): T_7 -> 12 moves. About 15 s and 0.3 GB here (the numpy
+    # layered engine took 164 s and 1.3 GB).
     assert fewest_over_all_starts(7, limit=1200) == 12
 
 
@@ -277,9 +277,8 @@ def test_t7_corner_and_hole_5_have_no_solution():
     # G. I. Bell, "Solving Triangular Peg Solitaire", JIS 11 (2008) 08.4.8: the four
     # position classes; from holes 1 and 5 of T_7 no one-peg position is in the start's
     # class, so `solve` is infeasible at once, and the exact enumeration without
-    # symmetry (`reachable`) independently reaches no one-peg position. (Found here
-    # first by search, before the classes were used: the depth-first search of before
-    # issue 6 ran 600 s without an answer.)
+    # symmetry (`reachable`) independently reaches no one-peg position. (Without the
+    # classes, a plain depth-first search ran 600 s here without an answer.)
     module = puzzles.get("peg_solitaire")
     for start in (1, 5):
         for question, status in (("solve", "infeasible"), ("reachable", "optimal")):

@@ -8,27 +8,10 @@ import pytest
 from puzzlesweep import catalog
 from puzzlesweep.flows.sweep import run_sweep
 
-from .conftest import cli
+from .conftest import PEGS_T4, cli, knights
 from .servers import descendants, subreaper
 
-SMALL = """
-name = "small"
-[[study]]
-family = "domination"
-time_limit = 30
-[study.grid]
-piece = "knight"
-rows = "1..6"
-cols = "=rows"
-
-[[study]]
-family = "peg_solitaire"
-time_limit = 30
-[study.grid]
-side = 4
-start = "all"
-objective = "min_moves"
-"""
+SMALL = knights("small", "1..6", piece=True) + PEGS_T4
 
 
 @pytest.fixture

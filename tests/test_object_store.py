@@ -21,56 +21,17 @@ import pytest
 from puzzlesweep import catalog
 from puzzlesweep.dashboard import serve_in_thread
 
-from .conftest import CLI, ROOT
+from .conftest import CLI, PEGS_T4, ROOT, each_once_at_its_limit, knights, slow_boxes
 from .servers import Processes, SeaweedFS, wait_for
 
 BUCKET = "puzzlesweep"
 
-KNIGHTS = """
-name = "knights-s3"
-[[study]]
-family = "domination"
-time_limit = 30
-[study.grid]
-rows = "1..8"
-cols = "=rows"
-"""
+KNIGHTS = knights("knights-s3", "1..8")
 # OEIS A006075, knights domination on n x n boards, n = 1..8.
 KNIGHT_OPTIMA = [1, 4, 4, 4, 5, 8, 10, 12]
-
-# Eight open boxes, each stopped at its 2 s limit (status time_limit, a final result):
-# predictable durations, so a SIGKILL lands midway. No two are symmetric.
-SLOW = """
-name = "slow-s3"
-[[study]]
-family = "no_k_in_row"
-time_limit = 2
-[study.grid]
-dims = [[6, 7, 6], [6, 7, 7], [6, 8, 6], [7, 7, 7], [6, 8, 7], [7, 8, 7], [6, 9, 6], [8, 8, 6]]
-k = 5
-"""
-
-SMALL_KNIGHTS = """
-name = "small-knights"
-[[study]]
-family = "domination"
-time_limit = 30
-[study.grid]
-rows = "1..6"
-cols = "=rows"
-"""
-# T_4, fewest moves from each of its 10 start holes: 5 at best (OEIS A127500); holes
-# 1, 5, 7 and 10 cannot reach a single peg.
-PEGS = """
-name = "pegs"
-[[study]]
-family = "peg_solitaire"
-time_limit = 30
-[study.grid]
-side = 4
-start = "all"
-objective = "min_moves"
-"""
+SLOW = slow_boxes("slow-s3", time_limit=2)
+SMALL_KNIGHTS = knights("small-knights", "1..6")
+PEGS = '\nname = "pegs"\n' + PEGS_T4
 
 
 @pytest.fixture(scope="module")
@@ -211,14 +172,7 @@ def test_sigkill_midway_then_rerun_solves_only_what_is_missing(s3, env, tmp_path
     assert second.wait(240) == 0, processes.log("second")
     assert f"skipped {kept} already in the catalog" in processes.log("second")
 
-    _, twice = catalog.query(uri, "SELECT params_key FROM results GROUP BY 1 HAVING count(*) > 1")
-    assert twice == []
-    _, [(total, keys, limited)] = catalog.query(
-        uri,
-        "SELECT count(*), count(DISTINCT params_key), count(*) FILTER (status = 'time_limit') "
-        "FROM results",
-    )
-    assert (total, keys, limited) == (8, 8, 8)
+    each_once_at_its_limit(uri, 8)
     _, rerun = catalog.query(
         uri, "SELECT state, planned, skipped, solved FROM runs WHERE run_id <> ?", [killed]
     )

@@ -1,5 +1,6 @@
-"""The compiled peg solitaire engine (issue 13) against values of the engine it replaced
-and of the literature; slow tests for T_7 and T_8 (`make test-slow`)."""
+"""The compiled peg solitaire engine against values recorded from an independent,
+earlier layered numpy engine and against the literature; slow tests for T_7 and T_8
+(`make test-slow`)."""
 
 import pytest
 
@@ -21,9 +22,9 @@ def run(side: int, start: int, finish: str, question: str, limit: float = 60):
 
 
 def test_t6_reachable_layers_match_the_engine_before():
-    # Recorded from the layered numpy engine of issue 6 (commit e871df8) before it was
-    # deleted: exact positions after 0..19 jumps from hole 1, 291,987 in all, and the
-    # seven holes where the last peg can stand.
+    # Recorded from the earlier layered numpy engine (an independent implementation):
+    # exact positions after 0..19 jumps from hole 1, 291,987 in all, and the seven holes
+    # where the last peg can stand.
     result, finishes = run(6, 1, "any", "reachable")
     layers = [1, 2, 8, 43, 232, 1038, 3752, 10540, 23466, 41627, 57275, 59443, 46385]
     layers += [27956, 13288, 5032, 1514, 329, 49, 7]
@@ -35,8 +36,8 @@ def test_t6_reachable_layers_match_the_engine_before():
 @pytest.mark.parametrize(
     "side, start, expected",
     [
-        # Recorded from the engine of issue 6 (commit e871df8), per start class: fewest
-        # moves with the last peg anywhere, then on the start hole (None: impossible).
+        # Recorded from the earlier layered numpy engine, per start class: fewest moves
+        # with the last peg anywhere, then on the start hole (None: impossible).
         (5, 1, (10, 10)),
         (5, 2, (10, 11)),
         (5, 4, (9, 9)),

@@ -1,4 +1,4 @@
-"""Split proofs (issue 6): parts that cover the space, bounds that combine into the known
+"""Split proofs: parts that cover the space, bounds that combine into the known
 optimum, on a real LocalCluster with real HiGHS and a real catalog; a resumed run
 solves only missing parts; the certificate re-check catches tampering."""
 

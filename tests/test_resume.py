@@ -12,58 +12,13 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
 from puzzlesweep import catalog
 
-from .conftest import CLI, ROOT
+from .conftest import CLI, PEGS_T4, ROOT, each_once_at_its_limit, knights, slow_boxes
 
-# Eight open boxes, each stopped at its 2 s limit (status time_limit, a final result):
-# predictable durations. The side multisets differ, so no two are symmetric.
-SLOW = """
-name = "slow"
-[[study]]
-family = "no_k_in_row"
-time_limit = 2
-[study.grid]
-dims = [[6, 7, 6], [6, 7, 7], [6, 8, 6], [7, 7, 7], [6, 8, 7], [7, 8, 7], [6, 9, 6], [8, 8, 6]]
-k = 5
-"""
-
-KNIGHTS = """
-name = "knights"
-[[study]]
-family = "domination"
-time_limit = 30
-[study.grid]
-rows = "1..6"
-cols = "=rows"
-"""
-
-MIXED = """
-name = "mixed"
-[[study]]
-family = "domination"
-time_limit = 30
-[study.grid]
-rows = "5..8"
-cols = "=rows"
-
-[[study]]
-family = "peg_solitaire"
-time_limit = 30
-[study.grid]
-side = 4
-start = "all"
-objective = "min_moves"
-"""
-
-
-@pytest.fixture
-def api_env(prefect_api) -> dict:
-    from prefect.settings import PREFECT_API_URL
-
-    return {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value()}
+SLOW = slow_boxes("slow", time_limit=2)
+KNIGHTS = knights("knights", "1..6")
+MIXED = knights("mixed", "5..8") + PEGS_T4
 
 
 def _start(spec: Path, results: Path, env: dict, log: Path, *extra: str) -> subprocess.Popen:
@@ -73,6 +28,12 @@ def _start(spec: Path, results: Path, env: dict, log: Path, *extra: str) -> subp
         return subprocess.Popen(
             args, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
         )
+
+
+def _run(spec: Path, results: Path, env: dict, *extra: str, timeout: float):
+    """`puzzlesweep run SPEC --catalog RESULTS EXTRA...` to its end; returns it."""
+    args = [*CLI, "run", str(spec), "--catalog", str(results), *extra]
+    return subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def _spec(tmp_path: Path, name: str, text: str) -> Path:
@@ -92,14 +53,7 @@ def test_sigkill_midway_then_rerun_solves_only_what_is_missing(api_env, tmp_path
         time.sleep(0.2)
     # The same sweep again while the first run lives: refused, naming it, nothing written.
     (alive,) = catalog.live_runs(results, "slow")
-    refused = subprocess.run(
-        [*CLI, "run", str(spec), "--catalog", str(results)],
-        cwd=ROOT,
-        env=api_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    refused = _run(spec, results, api_env, timeout=120)
     assert refused.returncode == 2, refused.stderr[-2000:]
     assert f"sweep slow is being run into this catalog by run {alive['run_id']}" in refused.stderr
     assert f"pid {first.pid}" in refused.stderr and "Traceback" not in refused.stderr
@@ -118,28 +72,12 @@ def test_sigkill_midway_then_rerun_solves_only_what_is_missing(api_env, tmp_path
     _, [(killed_run, state)] = catalog.query(results, "SELECT run_id, state FROM runs")
     assert state == "running"  # it never got to write its end
 
-    second = subprocess.run(
-        [*CLI, "run", str(spec), "--catalog", str(results), "--workers", "2", "--batch-size", "1"],
-        cwd=ROOT,
-        env=api_env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    second = _run(spec, results, api_env, "--workers", "2", "--batch-size", "1", timeout=300)
     assert second.returncode == 0, second.stderr[-2000:]
     assert f"skipped {kept} already in the catalog" in second.stderr
 
     # Every instance exactly once, none solved twice, each with its 2 s limit.
-    _, twice = catalog.query(
-        results, "SELECT params_key FROM results GROUP BY 1 HAVING count(*) > 1"
-    )
-    assert twice == []
-    _, [(total, keys, limited)] = catalog.query(
-        results,
-        "SELECT count(*), count(DISTINCT params_key), count(*) FILTER (status = 'time_limit') "
-        "FROM results",
-    )
-    assert (total, keys, limited) == (8, 8, 8)
+    each_once_at_its_limit(results, 8)
     _, manifest = catalog.query(
         results,
         "SELECT state, planned, skipped, solved, time_limit, spec FROM runs "
@@ -194,7 +132,7 @@ def test_two_runs_into_one_catalog_at_once(api_env, tmp_path):
     ]
     assert all(solved == finals for *_, solved, finals in manifests)
     # params_key: equivalent instances (peg start holes alike by symmetry) share
-    # instance_key since issue 3, but each keeps its own row.
+    # instance_key (one solve serves the class), but each keeps its own row.
     _, per_run = catalog.query(
         results,
         "SELECT sweep, count(*), count(DISTINCT params_key) FROM results GROUP BY 1 ORDER BY 1",

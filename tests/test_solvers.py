@@ -1,6 +1,9 @@
 """The solvers on plain models, with no family involved."""
 
+import importlib
 import math
+
+import pytest
 
 from puzzlesweep.solvers import Limits, backtrack, frontier, highs
 
@@ -25,11 +28,13 @@ def test_highs_proves_a_small_optimum():
     assert result.solver == "highs" and result.solver_version.startswith("1.")
 
 
-def test_highs_reports_infeasible_without_numbers():
+@pytest.mark.parametrize("engine", ["highs", "scip"])
+def test_mip_engines_report_infeasible_without_numbers(engine):
+    solver = importlib.import_module(f"puzzlesweep.solvers.{engine}")
     m = highs.MipModel([], [], [], [])
     m.add_columns(2, 1.0, 0.0, 1.0, True)
     m.add_row([0, 1], [1, 1], 3, math.inf)  # two binaries cannot sum to 3
-    result = highs.solve(m, Limits(10))
+    result = solver.solve(m, Limits(10))
     assert (result.status, result.objective, result.bound, result.solution) == (
         "infeasible",
         None,
@@ -53,7 +58,8 @@ def test_highs_time_limit_keeps_incumbent_and_bound():
 
 
 def test_integral_objectives_round_their_bound_up():
-    # HiGHS reported 3.9999999999998583 as the proven bound of a 4 (issue 6).
+    # HiGHS reported 3.9999999999998583 as the proven bound of a 4 (a measured answer):
+    # an integral objective's bound rounds up, within a tolerance.
     assert highs.integral_bounds(4.000000000001, 3.9999999999998583) == (4.0, 4.0)
     assert highs.integral_bounds(64.0, 54.2) == (64.0, 55.0)
     assert highs.integral_bounds(None, None) == (None, None)

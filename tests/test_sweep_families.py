@@ -67,7 +67,7 @@ def test_a_sweep_solves_each_canonical_instance_once(prefect_api, tmp_path):
         "SELECT rows, cols, objective FROM results WHERE family = 'domination' ORDER BY rows, cols",
     )
     assert rows == [(2, 2, 4.0), (2, 3, 4.0), (3, 2, 4.0), (3, 3, 4.0)]
-    # The study asked for counts of the optima (issue 12): OEIS A006076 gives 1 and 2
+    # The study asked for counts of the optima: OEIS A006076 gives 1 and 2
     # inequivalent minimum covers of 2×2 and 3×3; 2×3 (and 3×2, carried over) has 4
     # covers of 4 knights, 2 up to the rectangle's symmetries (domination.exhaustive_count).
     _, rows = catalog.query(
