@@ -85,7 +85,7 @@ from puzzlesweep.solvers import frontier
 from puzzlesweep.solvers.frontier import LayeredProblem
 
 NAME = "peg_solitaire"
-SOLVERS = ("backtrack",)
+SOLVERS = ("frontier",)
 
 Jump = tuple[int, int, int]  # (from, over, to), 0-based hole indices
 

@@ -28,7 +28,7 @@ def test_family_contract(name):
         assert hasattr(module, attribute), attribute
     if "highs" in module.SOLVERS:
         assert hasattr(module, "model") and hasattr(module, "from_mip")
-    if "backtrack" in module.SOLVERS:
+    if "frontier" in module.SOLVERS:
         assert hasattr(module, "search")
     assert module.__doc__ and "Roads not taken" in module.__doc__
 

@@ -286,7 +286,7 @@ def test_t7_corner_and_hole_5_have_no_solution():
             params = {"side": 7, "start": start, "question": question}
             row = solve_instance(
                 Instance("peg_solitaire", make_params(module.Params, params)),
-                "backtrack",
+                "frontier",
                 Limits(900),
             )
             assert row["status"] == status and not row["objective"], row

@@ -128,7 +128,7 @@ def solve(problem: LayeredProblem, limits: Limits) -> SolverResult:
     the reported seconds: the time it took is extra["warm_seconds"]."""
     warmed = warm()
     started = time.perf_counter()
-    result = SolverResult(status="error", solver="backtrack", solver_version=VERSION)
+    result = SolverResult(status="error", solver=NAME, solver_version=VERSION)
     budget = Budget(limits, problem.memory)
     try:
         _QUESTIONS[problem.question](problem, budget, result)
