@@ -19,6 +19,8 @@ NO_PRUNE.setflags(write=False)
 
 @njit(cache=True)
 def board_key(board, maps):
+    """The key of a uint64 `board`: the least of its images under the permutations
+    whose byte tables are `maps` (shape (G, bytes, 256), from `problem.key_maps`)."""
     best = ~np.uint64(0)
     for g in range(maps.shape[0]):
         image = np.uint64(0)
@@ -33,6 +35,7 @@ def board_key(board, maps):
 
 @njit(cache=True)
 def board_keys(boards, maps):
+    """`board_key` of every board of a uint64 array (shape (N,) in, (N,) out)."""
     out = np.empty(boards.shape[0], np.uint64)
     for i in range(boards.shape[0]):
         out[i] = board_key(boards[i], maps)
@@ -188,6 +191,8 @@ def difference(a, b):
 
 @njit(cache=True)
 def slot(table, key):
+    """The slot of `key` in the open-addressing table `table` (uint64, a power of two
+    long, 0 marking an empty slot): where it is, or the empty slot where it would go."""
     mask = np.uint64(table.shape[0] - 1)
     h = (key * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)
     at = h & mask

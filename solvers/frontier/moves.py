@@ -70,6 +70,7 @@ class _Side:
         return (made + done) * len(frontier) / done
 
     def kept(self) -> int:
+        """Bytes held by this side's layers."""
         return sum(level.nbytes for level in self.levels)
 
 
