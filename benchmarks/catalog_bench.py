@@ -166,7 +166,7 @@ def batch(number: int, commits: int, rows: int, seed: int = 1) -> pa.Table:
         "instance_key": pa.array(keys),
         "params_key": pa.array(keys),
         "equivalent": pa.array(np.zeros(n, dtype=bool)),
-        "solver": pa.array(["backtrack" if family == "peg_solitaire" else "highs"] * n),
+        "solver": pa.array(["frontier" if family == "peg_solitaire" else "highs"] * n),
         "solver_version": pa.array(["1.16.0"] * n),
         "status": pa.array(status),
         "objective": pa.array(np.where(final, objective, np.nan), from_pandas=True),

@@ -16,6 +16,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from puzzlesweep import solvers
+
 #: Bump when a column changes meaning or type; readers see it in every row.
 SCHEMA_VERSION = 4  # 4: Delta Lake tables; 3: solution counts; 2: subproblem, certificate
 
@@ -56,7 +58,7 @@ COMMON_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("inequivalent", pa.int64()),
 ]
 COMMON_NAMES = {name for name, _ in COMMON_COLUMNS}
-STATUSES = ("optimal", "feasible", "infeasible", "time_limit", "node_limit", "error")
+STATUSES = solvers.STATUSES  # one closed vocabulary, the solvers'
 
 #: What a run's `state` can be. `lost` is never written by the run itself: readers show a
 #: `running` row whose heartbeat stopped as lost (`catalog.runs`).

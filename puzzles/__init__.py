@@ -11,9 +11,9 @@ Every family module defines, in this order:
 - the rule tables, computed once per parameters and cached (cells, lines, windows,
   attacks, jumps);
 - `model(params)` → `MipModel` and `from_mip(params, x)` → solution, and/or
-  `search(params)` → `SearchProblem` (or `frontier.LayeredProblem`, for state graphs
-  layered like peg solitaire's) whose goal path is the solution (a family solved by
-  `backtrack` may add `from_search(params, raw)` for an engine answer that is not a path);
+  `search(params)` → `frontier.LayeredProblem` (a state graph over bitboards with jump
+  rules, layered like peg solitaire's) whose goal path is the solution, with
+  `from_search(params, raw)` turning the engine's answer into the family's solution;
 - `exhaustive(params)` → (objective or None, solution or None): the answer by a second,
   independent method for small instances (raises ValueError beyond them), to check the
   first against;

@@ -79,13 +79,12 @@ def _run_solver(instance: Instance, solver: str, limits: Limits) -> tuple[Solver
         if result.solution is not None:
             decoded = family.from_mip(params, result.solution)
     else:
-        from puzzlesweep.solvers import backtrack, frontier
+        from puzzlesweep.solvers import frontier
 
         problem = family.search(params)
-        engine = frontier if isinstance(problem, frontier.LayeredProblem) else backtrack
         if (left := _left(limits, started)) is None:
             return _out_of_time(started), None
-        result = engine.solve(problem, left)
+        result = frontier.solve(problem, left)
         decoded = None
         if result.solution is not None:
             from_search = getattr(family, "from_search", lambda p, raw: tuple(raw))

@@ -1,8 +1,8 @@
 """Solvers that know no puzzle family.
 
-`highs` solves a plain sparse MIP (`MipModel`); `backtrack` runs a plain search problem
-(`SearchProblem`) and `frontier` a layered one over integer states (`LayeredProblem`),
-reported as solver `backtrack` too. All take the same `Limits` and return the same
+`highs` and `scip` solve a plain sparse MIP (`MipModel`); `frontier` answers questions
+about a layered search over bitboards with jump rules (`frontier.LayeredProblem`: peg
+solitaire on any board). All take the same `Limits` and return the same
 `SolverResult`, whose `status` is one word of the closed vocabulary `STATUSES`. Nothing
 here imports a family, Prefect or Dask.
 """
@@ -10,10 +10,10 @@ here imports a family, Prefect or Dask.
 from dataclasses import dataclass, field
 from typing import Any
 
-#: The closed status vocabulary of every result (DESIGN.md, result columns).
+#: The closed status vocabulary of every result (DESIGN.md, result columns; the catalog's
+#: per-status counts). `feasible` (an incumbent without proof and without a limit) is
+#: part of the vocabulary, though no solver here reports it: a limit is always the reason.
 STATUSES = ("optimal", "feasible", "infeasible", "time_limit", "node_limit", "error")
-#: Statuses that answer the question asked (a re-run with the same limits changes nothing).
-FINAL_STATUSES = ("optimal", "feasible", "infeasible", "time_limit", "node_limit")
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class Limits:
     """What one instance may spend.
 
     time_limit: wall-clock seconds per instance (> 0).
-    node_limit: branch-and-bound nodes (HiGHS) or expanded search nodes (backtrack);
+    node_limit: branch-and-bound nodes (HiGHS, SCIP) or expanded search states (frontier);
         None for no limit.
     threads: solver threads per instance; 1 by default, since the cluster supplies the
         parallelism (and HiGHS must not change it in a thread that already ran it).

@@ -79,18 +79,6 @@ class Subproblem:
             separators=(",", ":"),
         )
 
-    @classmethod
-    def from_json(cls, text: str) -> "Subproblem":
-        """The inverse of `to_json`; raises ValueError (json.JSONDecodeError) or KeyError
-        for a malformed text."""
-        data = json.loads(text)
-        return cls(
-            int(data["index"]),
-            str(data["label"]),
-            tuple((int(lo), int(hi)) for lo, hi in data["counts"]),
-            tuple((int(col), float(v)) for col, v in data["fixings"]),
-        )
-
 
 @dataclass(frozen=True)
 class Split:

@@ -94,7 +94,7 @@ time_limit = 30
 [study.grid]
 side = 4
 start = "all"
-objective = "min_moves"
+question = "min_moves"
 """
 
 

@@ -40,7 +40,7 @@ SMALL = [
     ("domination", {"rows": 5, "cols": 5}),
     ("no_k_in_row", {"dims": [6, 7], "k": 4}),
     ("no_k_in_row", {"dims": [4, 4, 4], "k": 4}),
-    ("peg_solitaire", {"side": 4, "start": 2, "objective": "min_moves"}),
+    ("peg_solitaire", {"side": 4, "start": 2, "question": "min_moves"}),
 ]
 FAMILIES = sorted({family for family, _ in SMALL})
 

@@ -20,7 +20,7 @@ from .conftest import cli, solve_json
         # Seed 003: T_5 with hole 1 empty is solved to one peg.
         ("peg_solitaire", ["side=5", "start=1"], 1),
         # OEIS A127500: T_5 in 9 moves (from hole 4).
-        ("peg_solitaire", ["side=5", "start=4", "objective=min_moves"], 9),
+        ("peg_solitaire", ["side=5", "start=4", "question=min_moves"], 9),
     ],
 )
 def test_seed_values_through_solve(family, params, objective):

@@ -30,7 +30,7 @@ time_limit = 60
 [study.grid]
 side = 5
 start = "all"
-objective = "min_moves"
+question = "min_moves"
 
 [[study]]
 family = "domination"

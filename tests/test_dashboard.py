@@ -34,7 +34,7 @@ time_limit = 30
 [study.grid]
 side = 5
 start = "all"
-objective = "min_moves"
+question = "min_moves"
 """
 CHROMIUM_FLAGS = [
     "--headless",

@@ -124,7 +124,7 @@ def test_peg_solitaire_fewest_moves_matches_a127500():
     # T_5 -> 9.
     for side, expected in [(4, 5), (5, 9)]:
         results = [
-            solve("peg_solitaire", side=side, start=s, objective="min_moves")
+            solve("peg_solitaire", side=side, start=s, question="min_moves")
             for s in range(1, peg_solitaire.holes(side) + 1)
         ]
         assert min(r["objective"] for r in results if r["objective"] is not None) == expected
@@ -170,7 +170,7 @@ def test_verifiers_reject_broken_solutions():
         ("monochromatic_lines", {"n": 3, "d": 3, "counts": [14, 13]}),
         ("no_k_in_row", {"dims": [6, 7], "k": 5}),
         ("domination", {"rows": 8, "cols": 8}),
-        ("peg_solitaire", {"side": 5, "start": 4, "objective": "min_moves"}),
+        ("peg_solitaire", {"side": 5, "start": 4, "question": "min_moves"}),
     ],
 )
 def test_catalog_encoding_round_trips_and_reverifies(family, raw):

@@ -28,7 +28,7 @@ def test_reachable_reports_positions_per_jump_and_finishing_holes():
     # Jaap Scherphuis, "Triangular Peg Solitaire" (jaapsch.net/puzzles/trisolit.htm), the
     # table of reachable positions from a1 (our hole 1): 1, 2, 8, 35, ..., 18, 4 after
     # 0..13 jumps, 3016 in all; the last peg at a1, a4, d4, c5 = holes 1, 7, 10, 13.
-    result = solve_json("peg_solitaire", "side=5", "start=1", "objective=reachable")
+    result = solve_json("peg_solitaire", "side=5", "start=1", "question=reachable")
     assert result["layers"] == [1, 2, 8, 35, 122, 293, 530, 679, 623, 414, 212, 75, 18, 4]
     assert sum(result["layers"]) == 3016
     assert result["finishing_holes"] == [1, 7, 10, 13]
@@ -45,7 +45,7 @@ def test_reachable_reports_positions_per_jump_and_finishing_holes():
     ],
 )
 def test_reachable_matches_the_published_table(start, layers, finishes):
-    row = solve("peg_solitaire", side=5, start=start, objective="reachable")
+    row = solve("peg_solitaire", side=5, start=start, question="reachable")
     answer = puzzles.get("peg_solitaire").decode(row["solution"])
     assert list(answer.layers) == layers
     assert [h + 1 for h, _ in answer.finishes] == finishes
@@ -54,7 +54,7 @@ def test_reachable_matches_the_published_table(start, layers, finishes):
 
 def test_min_moves_reports_the_move_list():
     # OEIS A127500: T_5 needs 9 moves (from hole 4, or its images 6 and 13).
-    result = solve_json("peg_solitaire", "side=5", "start=13", "objective=min_moves")
+    result = solve_json("peg_solitaire", "side=5", "start=13", "question=min_moves")
     assert result["objective"] == 9 and len(result["moves"]) == 9
     assert result["jumps"] == 13 and result["verified"] is True
     assert all(len(move.split("-")) >= 2 for move in result["moves"])
@@ -131,7 +131,8 @@ def test_no_k_in_row_in_four_dimensions():
     [
         ("peg_solitaire", {"side": 5, "start": 1, "finish": "16"}, "finish"),
         ("peg_solitaire", {"side": 3, "start": 1}, "side"),
-        ("peg_solitaire", {"side": 5, "start": 1, "objective": "fastest"}, "objective"),
+        ("peg_solitaire", {"side": 5, "start": 1, "question": "fastest"}, "question"),
+        ("peg_solitaire", {"side": 5, "start": 1, "objective": "min_moves"}, "called question"),
         ("monochromatic_lines", {"n": 3, "d": 2, "counts": [9]}, "counts"),
         ("no_k_in_row", {"dims": [2, 2], "k": 3}, "k = 3 is larger than every dimension"),
         ("no_k_in_row", {"dims": [2] * 11, "k": 2}, "dims"),
@@ -169,7 +170,7 @@ def test_a_sweep_word_that_is_not_known_is_named():
     "family, params, suffix, magic",
     [
         ("domination", ["piece=queen", "rows=5", "cols=5"], ".svg", b"<?xml"),
-        ("peg_solitaire", ["side=4", "start=2", "objective=reachable"], ".png", b"\x89PNG"),
+        ("peg_solitaire", ["side=4", "start=2", "question=reachable"], ".png", b"\x89PNG"),
     ],
 )
 def test_picture_is_written(tmp_path, family, params, suffix, magic):
@@ -204,7 +205,7 @@ def test_catalog_verify_rechecks_every_solution(tmp_path):
     batches = {
         "domination": [{"rows": 5, "cols": 3}, {"rows": 3, "cols": 5, "piece": "king"}],
         "peg_solitaire": [
-            {"side": 4, "start": 2, "objective": "reachable"},
+            {"side": 4, "start": 2, "question": "reachable"},
             {"side": 5, "start": 4},
         ],
         "no_k_in_row": [{"dims": [4, 4], "k": 3}],
@@ -237,7 +238,7 @@ def test_catalog_verify_on_a_missing_catalog_exits_2(tmp_path):
 
 
 def test_json_of_reachable_is_one_object():
-    done = cli("solve", "peg_solitaire", "side=4", "start=2", "objective=reachable", "--json")
+    done = cli("solve", "peg_solitaire", "side=4", "start=2", "question=reachable", "--json")
     result = json.loads(done.stdout)
     # T_4 from hole 2: 8 jumps to one peg; the finishing hole is found by both methods.
     assert len(result["layers"]) == 9 and result["layers"][0] == 1
@@ -285,7 +286,7 @@ def test_t7_corner_and_hole_5_have_no_solution():
             params = {"side": 7, "start": start, "question": question}
             row = solve_instance(
                 Instance("peg_solitaire", make_params(module.Params, params)),
-                "backtrack",
+                "frontier",
                 Limits(900),
             )
             assert row["status"] == status and not row["objective"], row

@@ -38,7 +38,7 @@ def child():
         ("no_k_in_row", {"dims": [6, 7, 6], "k": 5}, "highs"),
         # T_8 fewest moves: the beam pass finds 15 moves in about a second, the layered
         # search needs far more than 3 s to prove the optimum.
-        ("peg_solitaire", {"side": 8, "start": 1, "question": "min_moves"}, "backtrack"),
+        ("peg_solitaire", {"side": 8, "start": 1, "question": "min_moves"}, "frontier"),
     ],
 )
 def test_time_limit_keeps_incumbent_and_bound(child, family, params, solver):
@@ -56,7 +56,7 @@ def test_time_limit_keeps_incumbent_and_bound(child, family, params, solver):
 def test_node_limit_is_recorded(child):
     row = child.solve(
         request(
-            "peg_solitaire", {"side": 6, "start": 4, "question": "min_moves"}, "backtrack", 60, 500
+            "peg_solitaire", {"side": 6, "start": 4, "question": "min_moves"}, "frontier", 60, 500
         )
     )
     assert row["status"] == "node_limit" and row["nodes"] == 500
@@ -213,16 +213,3 @@ def test_a_transient_batch_failure_is_retried_and_counted(prefect_api, tmp_path,
             )
         )
     assert sorted(run.run_count for run in runs) == [1, 2]
-
-
-def test_a_minimisation_the_dive_refutes_is_infeasible_at_once():
-    from puzzlesweep.solvers import Limits, backtrack
-
-    dead = backtrack.SearchProblem(
-        root=0,
-        children=lambda s: [(s + 1, s + 1, 1)] if s < 5 else [],
-        is_goal=lambda s: False,
-        minimise=True,
-    )
-    result = backtrack.solve(dead, Limits(10))
-    assert (result.status, result.nodes, result.objective) == ("infeasible", 6, None)

@@ -96,7 +96,7 @@ def test_domination_highs_matches_iterative_deepening(rows, cols, piece, variant
 )
 def test_peg_search_matches_the_layered_enumeration(case):
     side, start, finish, question = case
-    raw = {"side": side, "start": start, "finish": finish, "objective": question}
+    raw = {"side": side, "start": start, "finish": finish, "question": question}
     row = agree("peg_solitaire", raw)
     if question == "reachable":
         params = make_params(peg_solitaire.Params, raw)

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from puzzlesweep.solvers import Limits, backtrack, frontier, highs
+from puzzlesweep.solvers import Limits, frontier, highs
 
 
 def knapsack() -> highs.MipModel:
@@ -73,63 +73,6 @@ def test_integral_objectives_round_their_bound_up():
     m = knapsack()
     m.add_columns(1, 1.0, 0.0, 1.0, False)  # a cost on a continuous column
     assert not highs.has_integral_objective(m)
-
-
-def diamond(minimise: bool) -> backtrack.SearchProblem:
-    """a -> b (cost 1) -> d (cost 1); a -> c (cost 0) -> d (cost 5); a -> e (dead end)."""
-    edges = {
-        "a": [("ab", "b", 1), ("ac", "c", 0), ("ae", "e", 0)],
-        "b": [("bd", "d", 1)],
-        "c": [("cd", "d", 5)],
-        "d": [],
-        "e": [],
-    }
-    return backtrack.SearchProblem(
-        root="a", children=lambda s: edges[s], is_goal=lambda s: s == "d", minimise=minimise
-    )
-
-
-def test_backtrack_depth_first_finds_a_path():
-    result = backtrack.solve(diamond(False), Limits(10))
-    assert result.status == "optimal" and result.solution == ["ab", "bd"]
-
-
-def test_backtrack_uniform_cost_finds_the_cheapest_path():
-    result = backtrack.solve(diamond(True), Limits(10))
-    assert (result.status, result.objective, result.solution) == ("optimal", 2, ["ab", "bd"])
-
-
-def test_backtrack_infeasible_and_node_limit():
-    dead = backtrack.SearchProblem(
-        root=0, children=lambda s: [(s + 1, s + 1, 1)] if s < 5 else [], is_goal=lambda s: False
-    )
-    assert backtrack.solve(dead, Limits(10)).status == "infeasible"
-    assert backtrack.solve(dead, Limits(10)).nodes == 6
-    endless = backtrack.SearchProblem(
-        root=0, children=lambda s: [(1, s + 1, 1)], is_goal=lambda s: False, minimise=True
-    )
-    result = backtrack.solve(endless, Limits(10, node_limit=100))
-    # The incumbent dive stops on its 11th node (a tenth of the limit); uniform-cost
-    # search expands the other 90, costs 0..89.
-    assert (result.status, result.nodes, result.bound) == ("node_limit", 101, 89)
-
-
-def test_backtrack_time_limit_is_held():
-    endless = backtrack.SearchProblem(
-        root=0, children=lambda s: [(1, s + 1, 0)], is_goal=lambda s: False
-    )
-    result = backtrack.solve(endless, Limits(0.5))
-    assert result.status == "time_limit" and 0.5 <= result.seconds < 1.5
-
-
-def test_a_crashing_search_is_an_error_result():
-    def broken(state):
-        raise RuntimeError("boom")
-
-    result = backtrack.solve(
-        backtrack.SearchProblem(root=0, children=broken, is_goal=lambda s: False), Limits(10)
-    )
-    assert result.status == "error" and "boom" in result.message
 
 
 # --- the bitboard frontier engine ----------------------------------------------------

@@ -35,7 +35,7 @@ family = "peg_solitaire"
 [study.grid]
 side = 5
 start = "all"
-objective = "reachable"
+question = "reachable"
 """
 
 

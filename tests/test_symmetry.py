@@ -53,7 +53,7 @@ def test_a_mirrored_instance_is_solved_and_verified_on_its_own_params():
     assert (row["status"], row["objective"], row["verified"]) == ("optimal", 8, True)
     # Seed 003 (variant b): from hole 15 the last peg can finish on hole 15, as from 1.
     row = solve_instance(
-        instance("peg_solitaire", side=5, start=15, finish="start"), "backtrack", Limits(30)
+        instance("peg_solitaire", side=5, start=15, finish="start"), "frontier", Limits(30)
     )
     assert (row["status"], row["verified"]) == ("optimal", True)
     assert peg_solitaire.decode(row["solution"])[-1][2] == 14  # lands on hole 15

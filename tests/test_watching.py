@@ -108,7 +108,7 @@ def test_families_lists_every_parameter_from_the_models():
     assert (peg["question"]["default"], peg["side"]["required"]) == ("solve", True)
     piece = {p["name"]: p for p in described["domination"]["parameters"]}["piece"]
     assert piece["type"] == "knight | king | queen | rook | bishop"
-    assert described["peg_solitaire"]["solvers"] == ["backtrack"]
+    assert described["peg_solitaire"]["solvers"] == ["frontier"]
     assert cli("families").stdout.count("(solvers: ") == 4
 
 

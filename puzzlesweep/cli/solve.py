@@ -34,7 +34,7 @@ def solve(
     params: Annotated[list[str] | None, typer.Argument(help="key=value parameters")] = None,
     solver: Annotated[
         str | None,
-        typer.Option(help="auto | highs | scip | backtrack [default: the family's, auto for MIPs]"),
+        typer.Option(help="auto | highs | scip | frontier [default: the family's, auto for MIPs]"),
     ] = None,
     time_limit: Annotated[float, typer.Option(help="Seconds for this instance")] = 60.0,
     node_limit: Annotated[int | None, typer.Option(help="Nodes for this instance")] = None,

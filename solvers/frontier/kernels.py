@@ -1,0 +1,268 @@
+"""The compiled kernels of the frontier engine: keys, move expansion, sorted key sets,
+the dead table and the resumable depth-first search, all over uint64 bitboards.
+
+Compiled with numba (`cache=True`: the first run on a machine compiles for about half
+a minute and writes the cache; later runs load it). Every function takes plain numpy
+arrays: the tables come from `problem` (rules grouped by cell, key maps, pruning).
+"""
+
+import numpy as np
+from numba import njit
+
+_ONE = np.uint64(1)
+_BYTE = np.uint64(255)
+_EIGHT = np.uint64(8)
+#: The `prune` argument of `expand` that keeps every child.
+NO_PRUNE = np.zeros(3, np.uint64)
+NO_PRUNE.setflags(write=False)
+
+
+@njit(cache=True)
+def board_key(board, maps):
+    """The key of a uint64 `board`: the least of its images under the permutations
+    whose byte tables are `maps` (shape (G, bytes, 256), from `problem.key_maps`)."""
+    best = ~np.uint64(0)
+    for g in range(maps.shape[0]):
+        image = np.uint64(0)
+        rest = board
+        for k in range(maps.shape[1]):
+            image |= maps[g, k, rest & _BYTE]
+            rest >>= _EIGHT
+        if image < best:
+            best = image
+    return best
+
+
+@njit(cache=True)
+def board_keys(boards, maps):
+    """`board_key` of every board of a uint64 array (shape (N,) in, (N,) out)."""
+    out = np.empty(boards.shape[0], np.uint64)
+    for i in range(boards.shape[0]):
+        out[i] = board_key(boards[i], maps)
+    return out
+
+
+@njit(cache=True)
+def regions_bound(board, singles, pairs, full, less):
+    """The moves still needed by the Merson regions: with `full`, the regions (disjoint,
+    chosen greedily) that are full on `board`, each needing a move that starts in it;
+    otherwise the regions that are not full, each of which a move starting in it has
+    changed since a start where it was full; minus `less` (the regions that may stay
+    as they are: a goal's token on a corner, a start's empty cell), at least 0."""
+    count = 0
+    rest = board & singles if full else ~board & singles
+    while rest:
+        rest &= rest - _ONE
+        count += 1
+    used = np.uint64(0)
+    for k in range(pairs.shape[0]):
+        pair = pairs[k]
+        if used & pair:
+            continue
+        if (board & pair == pair) == full:
+            count += 1
+            used |= pair
+    return max(count - less, 0)
+
+
+@njit(cache=True)
+def expand(boards, at, ptr, order, fot, cond, nxt, maps, chain, out, prune, room):
+    """Keys of the children of boards[at:] into `out` until it is full: every position
+    one move away (`chain`: a token goes on while it can; else single rules). Returns
+    (children written, the index of the first board not expanded); a board whose
+    children do not all fit is left for the next call. prune = (kind, less, singles,
+    pair, pair, ...) as uint64 (the cells of the Merson regions as bitboards): a child
+    whose `regions_bound` (kind 1: full regions, 2: regions not full) exceeds `room`
+    is not written (kind 0: every child is; the chain goes on through it anyway)."""
+    kind = prune[0]
+    less = np.int64(prune[1])
+    singles = prune[2]
+    pairs = prune[3:]
+    written = 0
+    cap = out.shape[0]
+    stack_b = np.empty(65, np.uint64)
+    stack_p = np.empty(65, np.int64)
+    stack_i = np.empty(65, np.int64)
+    cells = ptr.shape[0] - 1
+    i = at
+    while i < boards.shape[0]:
+        board = boards[i]
+        mark = written
+        full = False
+        for cell in range(cells):
+            if (board >> np.uint64(cell)) & _ONE == 0:
+                continue
+            depth = 0
+            stack_b[0], stack_p[0], stack_i[0] = board, cell, ptr[cell]
+            while depth >= 0:
+                here = stack_p[depth]
+                j = stack_i[depth]
+                if j >= ptr[here + 1]:
+                    depth -= 1
+                    continue
+                stack_i[depth] = j + 1
+                r = order[j]
+                now = stack_b[depth]
+                if now & fot[r] != cond[r]:
+                    continue
+                child = now ^ fot[r]
+                if written >= cap:
+                    full = True
+                    break
+                if kind == 0 or regions_bound(child, singles, pairs, kind == 1, less) <= room:
+                    out[written] = board_key(child, maps)
+                    written += 1
+                if chain:
+                    depth += 1
+                    stack_b[depth], stack_p[depth], stack_i[depth] = child, nxt[r], ptr[nxt[r]]
+            if full:
+                break
+        if full:
+            return mark, i
+        i += 1
+    return written, i
+
+
+@njit(cache=True)
+def member(keys, table):
+    """keys[i] in the sorted array `table`, for every i (binary search)."""
+    found = np.zeros(keys.shape[0], np.bool_)
+    n = table.shape[0]
+    if n == 0:
+        return found
+    at = np.searchsorted(table, keys)
+    for i in range(keys.shape[0]):
+        found[i] = at[i] < n and table[at[i]] == keys[i]
+    return found
+
+
+def distinct(keys: np.ndarray) -> np.ndarray:
+    """The sorted distinct keys (np.sort and one pass: np.unique of numpy 2.4 took 100
+    times as long as np.sort on 2 million uint64 keys here)."""
+    keys = np.sort(keys)
+    if len(keys) < 2:
+        return keys
+    keep = np.empty(len(keys), bool)
+    keep[0] = True
+    np.not_equal(keys[1:], keys[:-1], out=keep[1:])
+    return keys[keep]
+
+
+@njit(cache=True)
+def union(a, b):
+    """The sorted distinct keys of two sorted arrays of distinct keys (one merge)."""
+    out = np.empty(a.shape[0] + b.shape[0], np.uint64)
+    i = j = n = 0
+    while i < a.shape[0] and j < b.shape[0]:
+        if a[i] < b[j]:
+            out[n] = a[i]
+            i += 1
+        elif b[j] < a[i]:
+            out[n] = b[j]
+            j += 1
+        else:
+            out[n] = a[i]
+            i += 1
+            j += 1
+        n += 1
+    while i < a.shape[0]:
+        out[n] = a[i]
+        i += 1
+        n += 1
+    while j < b.shape[0]:
+        out[n] = b[j]
+        j += 1
+        n += 1
+    return out[:n].copy()
+
+
+@njit(cache=True)
+def difference(a, b):
+    """The keys of sorted `a` that are not in sorted `b` (one merge)."""
+    keep = np.ones(a.shape[0], np.bool_)
+    j = 0
+    for i in range(a.shape[0]):
+        while j < b.shape[0] and b[j] < a[i]:
+            j += 1
+        if j < b.shape[0] and b[j] == a[i]:
+            keep[i] = False
+    return a[keep]
+
+
+@njit(cache=True)
+def slot(table, key):
+    """The slot of `key` in the open-addressing table `table` (uint64, a power of two
+    long, 0 marking an empty slot): where it is, or the empty slot where it would go."""
+    mask = np.uint64(table.shape[0] - 1)
+    h = (key * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)
+    at = h & mask
+    while table[at] != 0 and table[at] != key:
+        at = (at + _ONE) & mask
+    return at
+
+
+@njit(cache=True)
+def rehash(old, new):
+    """Every key of the table `old` into the empty table `new`."""
+    for key in old:
+        if key != 0:
+            new[slot(new, key)] = key
+
+
+@njit(cache=True)
+def dfs(stack_b, stack_r, state, fot, cond, goals, last, maps, dead, budget):
+    """Resumable depth-first search by single rules. state = [depth, dead entries,
+    outcome, grow]; outcome 1 when the board on top of the stack is a goal (the rules
+    taken are stack_r[:depth] - 1), -1 when the root is refuted, 0 when the budget ran
+    out. A position with `last` tokens left that is no goal is dead; every refuted
+    position's key goes into the table `dead`; when it is 3/4 full the search returns
+    (with outcome 0) if state[3] asks for a larger table, and otherwise goes on without
+    storing more. Returns nodes visited."""
+    depth = state[0]
+    filled = state[1]
+    limit = dead.shape[0] * 3 // 4
+    nodes = 0
+    rules = fot.shape[0]
+    while depth >= 0 and nodes < budget:
+        board = stack_b[depth]
+        r = stack_r[depth]
+        if r < 0:  # first visit
+            nodes += 1
+            r = 0
+            count = 0
+            rest = board
+            while rest:
+                rest &= rest - _ONE
+                count += 1
+            if count == last:
+                key = board_key(board, maps)
+                for g in range(goals.shape[0]):
+                    if goals[g] == key:
+                        state[0], state[1], state[2] = depth, filled, 1
+                        return nodes
+                depth -= 1
+                continue
+        while r < rules and board & fot[r] != cond[r]:
+            r += 1
+        if r == rules:  # refuted: remember it
+            if filled >= limit and state[3]:
+                break  # the caller doubles the table
+            if filled < limit:
+                key = board_key(board, maps)
+                at = slot(dead, key)
+                if dead[at] == 0:
+                    dead[at] = key
+                    filled += 1
+            depth -= 1
+            continue
+        stack_r[depth] = r + 1
+        child = board ^ fot[r]
+        key = board_key(child, maps)
+        if dead[slot(dead, key)] == key:
+            continue
+        depth += 1
+        stack_b[depth] = child
+        stack_r[depth] = -1
+    state[0], state[1] = depth, filled
+    state[2] = -1 if depth < 0 else 0
+    return nodes

@@ -1,0 +1,297 @@
+"""The `min_moves` question: fewest moves from a start to a goal, by a breadth-first
+search by moves from both ends that meets in the middle, pruned by Merson regions.
+
+Forward from the starts by moves; backward from the goals by *reverse moves* (rules
+undone in a row by one token), so that a position at backward distance d reaches a goal
+in d moves. Each step expands the side whose next layer costs less (measured on a
+sample), keeps the children new to that side and looks them up in every layer of the
+other side. Radii a and b without a common position prove that no solution has a + b
+moves or fewer; the first common position found gives a solution of exactly the bound.
+A depth-first dive first gives an incumbent (what a time limit reports).
+"""
+
+import logging
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from .. import Limits, SolverResult
+from .depth_first import solvable
+from .kernels import board_keys, difference, distinct, expand, member, union
+from .layers import CHUNK, Budget, Stop, fill, meet, walk
+from .problem import LayeredProblem, bound_of, key_tables, move_tables, prune_table
+
+#: The part of the last kept layer of a target whose grandchildren are looked up at
+#: once (`_ahead`) before the next layer is built: a solution is usually met there; a
+#: target without one loses this share of a layer's work.
+AHEAD_SHARE = 0.05
+#: Positions expanded to estimate the cost of expanding a layer.
+SAMPLE = 512
+#: `min_moves` first dives depth-first for an incumbent with this share of the time
+#: and this many bytes for its dead table.
+DIVE_SHARE = 0.1
+DIVE_MEMORY = 64 << 20
+
+log = logging.getLogger("puzzlesweep.solvers.frontier")
+
+
+class _Side:
+    """One end of the search: its layers (sorted keys by distance), its move generator
+    and its pruning; roots whose bound exceeds `target` are left out."""
+
+    def __init__(self, problem: LayeredProblem, reverse: bool, target: int):
+        roots = problem.goals if reverse else problem.starts
+        self.prune = prune_table(problem, 2 if reverse else 1)
+        self.target = target
+        roots = [r for r in roots if bound_of(r, self.prune) <= target]
+        self.maps = key_tables(problem)
+        self.tables = move_tables(problem, reverse)
+        self.levels = [distinct(board_keys(np.array(roots, np.uint64), self.maps))]
+
+    def cost(self) -> float:
+        """The children the next expansion should make, measured on a sample of at most
+        `SAMPLE` positions of the last layer: reverse moves from a sparse board branch
+        a hundred times more than moves, and the pruning changes with the depth."""
+        frontier = self.levels[-1]
+        if len(frontier) <= SAMPLE:
+            sample = frontier
+        else:
+            sample = frontier[:: len(frontier) // SAMPLE][:SAMPLE]
+        ptr, order, fot, cond, nxt = self.tables
+        buffer = np.empty(1 << 20, np.uint64)
+        room = self.target - len(self.levels)
+        # one call: a sample whose children overflow the buffer costs at least that much
+        made, done = expand(
+            sample, 0, ptr, order, fot, cond, nxt, self.maps, True, buffer, self.prune, room
+        )
+        if done == 0:
+            return float(len(buffer)) * len(frontier)
+        return (made + done) * len(frontier) / done
+
+    def kept(self) -> int:
+        """Bytes held by this side's layers."""
+        return sum(level.nbytes for level in self.levels)
+
+
+def _grow(
+    side: _Side, other: _Side, budget: Budget, kept: int, final: bool = False
+) -> tuple[np.ndarray, int | None]:
+    """The next layer of `side` (children new to it), or, at the first child found in
+    a layer of `other`, (that child's key as a one-element array, its distance there).
+    `final`: the layer is only looked up, not kept (an empty array comes back)."""
+    frontier = side.levels[-1]
+    buffer = np.empty(CHUNK, np.uint64)
+    runs: list[np.ndarray] = []  # sorted distinct children, sizes decreasing (merged
+    made = 0  # like a binary counter: each key is merged about log2(chunks) times)
+    at = 0
+    clock = {"expand": 0.0, "unique": 0.0, "meet": 0.0}
+    while at < len(frontier):
+        budget.check(kept + buffer.nbytes + 2 * sum(x.nbytes for x in runs))
+        tick = time.perf_counter()
+        stop = len(frontier)
+        if budget.limits.node_limit is not None:  # stop at the node limit exactly
+            stop = min(stop, at + budget.limits.node_limit - budget.nodes)
+        room = side.target - len(side.levels)  # the moves left after this one
+        buffer, written, at = fill(
+            budget, frontier[:stop], at, buffer, side.tables, side.maps, side.prune, room
+        )
+        made += written
+        tock = time.perf_counter()
+        part = distinct(buffer[:written])
+        tick, clock["expand"] = time.perf_counter(), clock["expand"] + tock - tick
+        clock["unique"] += tick - tock
+        if (found := meet(part, other.levels)) is not None:
+            return found
+        clock["meet"] += time.perf_counter() - tick
+        if final:
+            continue
+        runs.append(part)
+        while len(runs) > 1 and len(runs[-2]) <= 2 * len(runs[-1]):
+            budget.check(kept + buffer.nbytes + 2 * sum(x.nbytes for x in runs))
+            last = runs.pop()
+            runs[-1] = union(runs[-1], last)
+            del last
+    budget.check(kept + 2 * sum(x.nbytes for x in runs))
+    del buffer
+    tick = time.perf_counter()
+    layer = np.empty(0, np.uint64)
+    while runs:
+        layer = union(layer, runs.pop())
+    for level in side.levels:
+        layer = difference(layer, level)
+    log.info(
+        "  %d children of %d positions: expand %.1f s, sort %.1f s, meet %.1f s, last merge %.1f s",
+        made,
+        len(frontier),
+        clock["expand"],
+        clock["unique"],
+        clock["meet"],
+        time.perf_counter() - tick,
+    )
+    return layer, None
+
+
+def _ahead(
+    side: _Side, other: _Side, budget: Budget, share: float = 1.0
+) -> tuple[np.ndarray, int, np.ndarray] | None:
+    """The last two layers of a target at once, neither kept: the children of each
+    chunk of `side`'s last layer, and at once their children, looked up in `other`.
+    Returns (the common key, its distance in `other`, the chunk's children: the layer
+    the walk back passes through), or None when no position is common. The chunk's
+    children may repeat across chunks or lie in earlier layers: a superset, so nothing
+    is missed, and the first chunks usually meet when solutions are many. `share`: the
+    part of the last layer to try (None then proves nothing unless it is 1)."""
+    frontier = side.levels[-1]
+    buffer = np.empty(CHUNK, np.uint64)
+    inner = np.empty(CHUNK, np.uint64)
+    room = side.target - len(side.levels)
+    frontier = frontier[: max(1, int(len(frontier) * share))]
+    at = 0
+    while at < len(frontier):
+        budget.check(buffer.nbytes + inner.nbytes)
+        buffer, written, at = fill(
+            budget, frontier, at, buffer, side.tables, side.maps, side.prune, room
+        )
+        middle = distinct(buffer[:written])
+        inside = 0
+        while inside < len(middle):
+            budget.check(buffer.nbytes + inner.nbytes + middle.nbytes)
+            inner, made, inside = fill(
+                budget, middle, inside, inner, side.tables, side.maps, side.prune, room - 1
+            )
+            part = distinct(inner[:made])
+            if (found := meet(part, other.levels)) is not None:
+                return (*found, middle)
+    return None
+
+
+def _incumbent(problem: LayeredProblem, budget: Budget, result: SolverResult) -> bool:
+    """A first solution from the depth-first search (`solvable`) from the first start,
+    within `DIVE_SHARE` of the time left and `DIVE_MEMORY` bytes: its move count is the
+    incumbent a limit reports. Returns False when the search proved that no goal is
+    reachable (then the result is final)."""
+    dive = SolverResult(status="error")
+    nodes = budget.limits.node_limit
+    share = Limits(
+        max(1e-3, DIVE_SHARE * (budget.deadline - time.perf_counter())),
+        None if nodes is None else max(1, nodes - budget.nodes),
+    )
+    one = replace(problem, starts=problem.starts[:1], question="solve", memory=DIVE_MEMORY)
+    if len(problem.starts) > 1:  # the group may not fix the first start alone; so
+        one = replace(one, group=problem.group[:1], tables={})  # its own key tables
+    inner = Budget(share, DIVE_MEMORY)
+    try:
+        solvable(one, inner, dive)
+    except Stop:
+        pass
+    budget.nodes += inner.nodes
+    budget.check()  # the node limit may be spent
+    if dive.status == "infeasible" and len(problem.starts) == 1:
+        result.status, result.bound = "infeasible", None
+        result.extra["proof"] = "depth-first"
+        return False
+    if dive.status == "optimal":
+        result.solution = dive.solution
+        result.objective = float(count_moves(dive.solution))
+        log.info("incumbent: %d moves", result.objective)
+    return True
+
+
+def min_moves(problem: LayeredProblem, budget: Budget, result: SolverResult) -> None:
+    """Targets L = the roots' region bound, L + 1, ...: is there a solution of L moves
+    or fewer? Each attempt is a search from both ends in which a forward position at
+    distance a is kept only if a plus its full regions is at most L, and a backward one
+    at distance b only if b plus its regions that are not full is at most L (both
+    bounds are admissible: every solution of L moves or fewer keeps all its positions
+    at move boundaries); an attempt ends when a + b reaches L (no such solution: the
+    bound becomes L + 1) or at the first common position (a solution of exactly L, as
+    L - 1 failed). Positions are re-searched per target: the pruning is what pays."""
+    result.bound = 0.0
+    if not _incumbent(problem, budget, result):
+        return
+    forward = prune_table(problem, 1)
+    target = max(1, min(bound_of(s, forward) for s in problem.starts))
+    if set(problem.starts) & set(problem.goals):
+        target = 0
+    result.bound = float(target)
+    attempts = result.extra.setdefault("attempts", {})
+    try:
+        while True:
+            if result.objective is not None and target >= result.objective:
+                result.status, result.bound = "optimal", result.objective  # the incumbent
+                return
+            if target > problem.size:  # more moves than rules can fire: none at all
+                result.status, result.bound = "infeasible", None
+                result.solution = result.objective = None
+                return
+            if _attempt(problem, budget, result, target, attempts):
+                return
+            target += 1
+            result.bound = float(target)
+    finally:
+        result.extra["peak_bytes"] = budget.peak
+
+
+def _attempt(problem, budget: Budget, result: SolverResult, target: int, attempts) -> bool:
+    """One target of `min_moves`; True (and the result filled) when a solution of
+    `target` moves is found."""
+    forward = _Side(problem, False, target)
+    backward = _Side(problem, True, target)
+    sizes = attempts[target] = {"forward": [len(forward.levels[0])], "backward": []}
+    sizes["backward"].append(len(backward.levels[0]))
+    common = forward.levels[0][member(forward.levels[0], backward.levels[0])]
+    met, a, b = (common[:1], 0, 0) if len(common) else (None, 0, 0)
+    while met is None:
+        reached = len(forward.levels) + len(backward.levels) - 2
+        if reached >= target or not len(forward.levels[-1]) or not len(backward.levels[-1]):
+            log.info(
+                "no solution of %d moves (%.1f s)", target, time.perf_counter() - budget.started
+            )
+            return False
+        grow_forward = forward.cost() <= backward.cost()
+        side, other = (forward, backward) if grow_forward else (backward, forward)
+        found = None
+        if reached + 2 == target:  # try the last two layers at once on a part of it
+            found = _ahead(side, other, budget, AHEAD_SHARE)
+        if found is not None:
+            met, d, middle = found
+            side.levels.append(middle)  # only for the walk back
+            a, b = (len(side.levels), d) if grow_forward else (d, len(side.levels))
+            break
+        final = reached + 1 >= target  # the last layer of this target: only looked up
+        layer, d = _grow(side, other, budget, forward.kept() + backward.kept(), final)
+        if d is not None:
+            met = layer
+            a, b = (len(side.levels), d) if grow_forward else (d, len(side.levels))
+            break
+        side.levels.append(layer)
+        sizes["forward" if grow_forward else "backward"].append(len(layer))
+        log.info(
+            "target %d: %s layer %d: %d keys; %.1f s",
+            target,
+            "forward" if grow_forward else "backward",
+            len(side.levels) - 1,
+            len(layer),
+            time.perf_counter() - budget.started,
+        )
+    # the meeting position (a key is a real position): a moves from a start (walked
+    # back by reverse moves), b moves on to a goal (walked by moves)
+    board = int(met[0])
+    maps = forward.maps
+    first = walk(board, a, forward.levels, move_tables(problem, True), maps, True)
+    second = walk(board, b, backward.levels, move_tables(problem, False), maps, False)
+    result.solution = problem.triples(first + second)
+    count = count_moves(result.solution)
+    if count != a + b or count != target:  # anything else is a bug
+        raise RuntimeError(f"the path has {count} moves, the layers {a} + {b}, target {target}")
+    result.status, result.objective = "optimal", float(count)
+    result.bound = result.objective
+    result.extra.update(sizes)
+    return True
+
+
+def count_moves(path: list[tuple[int, int, int]]) -> int:
+    """The moves of a path of rules (a, b, c): maximal runs in which each rule starts on
+    the cell the one before landed on."""
+    return sum(i == 0 or path[i][0] != path[i - 1][2] for i in range(len(path)))

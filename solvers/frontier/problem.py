@@ -1,0 +1,201 @@
+"""The problem the frontier engine solves, and the tables derived from it once.
+
+A `LayeredProblem` is a board of at most 64 cells, jump rules (a, b, c), a group of
+cell permutations, start and goal bitboards and a question. From it come, once per
+problem and read-only: the rules grouped by the cell the moving token stands on
+(`move_tables`), the byte tables that map a board to its key (`key_tables`), the Merson
+regions that bound the moves still needed (`prune_table`), and the GF(2) invariants of
+the rules (`invariants`, G. I. Bell's position classes).
+"""
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from .kernels import regions_bound
+
+#: Bytes a search may keep by default (layers, buffers, the dead table).
+MEMORY = 4 << 30
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    """`array`, made read-only (a cached table is shared by every search of a problem)."""
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True)
+class LayeredProblem:
+    """A search over bitboards the engine runs without knowing the board.
+
+    size: cells (<= 64). rules: int array (R, 3) of cells (a, b, c); a fires when a and b
+    are occupied and c is empty, in this order in the depth-first search. group: int
+    array (G, size), cell permutations that map rules to rules (identity first); for
+    `min_moves` and `solve` they must map the set of starts and the set of goals each to
+    itself. starts, goals: tuples of bitboards (Python ints). question: see the module
+    docstring. memory: bytes the search may keep.
+    """
+
+    size: int
+    rules: np.ndarray
+    group: np.ndarray
+    starts: tuple[int, ...]
+    goals: tuple[int, ...]
+    question: Literal["solve", "min_moves", "reachable"] = "min_moves"
+    memory: int = MEMORY
+    tables: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.size <= 64:
+            raise ValueError(f"a board of {self.size} cells does not fit 64 bits")
+        if self.question not in ("solve", "min_moves", "reachable"):
+            raise ValueError(f"unknown question {self.question!r}")
+        if not self.starts or not self.goals:
+            raise ValueError("a search needs at least one start and one goal")
+        object.__setattr__(self, "rules", _frozen(np.array(self.rules, np.int64)))
+        object.__setattr__(self, "group", _frozen(np.array(self.group, np.int64)))
+
+    def triples(self, indices: list[int]) -> list[tuple[int, int, int]]:
+        """The rules at `indices` as (a, b, c) triples of Python ints: a path's answer."""
+        return [tuple(int(x) for x in self.rules[r]) for r in indices]
+
+
+def key_maps(group: np.ndarray, size: int) -> np.ndarray:
+    """maps[g, k, byte]: the image under permutation g of the cells of the k-th byte of
+    a bitboard (uint64, shape (G, ceil(size / 8), 256))."""
+    chunks = (size + 7) // 8
+    maps = np.zeros((len(group), chunks, 256), np.uint64)
+    for g, perm in enumerate(group):
+        for k in range(chunks):
+            for byte in range(256):
+                image = 0
+                for bit in range(8):
+                    if byte >> bit & 1 and 8 * k + bit < size:
+                        image |= 1 << int(perm[8 * k + bit])
+                maps[g, k, byte] = image
+    return maps
+
+
+def move_tables(problem: LayeredProblem, reverse: bool) -> tuple[np.ndarray, ...]:
+    """(ptr, order, fot, cond, nxt): the rules grouped by the cell the moving token
+    stands on (CSR: order[ptr[x]:ptr[x + 1]] are the rules from x), their three bits,
+    the bits that must be occupied among them, and the cell the token lands on. Forward
+    the token stands on a and lands on c; `reverse` undoes a rule: it stands on c, needs
+    a and b empty, and lands on a."""
+    name = "reverse" if reverse else "forward"
+    if name not in problem.tables:
+        rules = np.asarray(problem.rules, np.int64)
+        a, b, c = rules[:, 0], rules[:, 1], rules[:, 2]
+        one = np.uint64(1)
+        bits = [one << x.astype(np.uint64) for x in (a, b, c)]
+        fot = bits[0] | bits[1] | bits[2]
+        stand, land = (c, a) if reverse else (a, c)
+        cond = bits[2] if reverse else bits[0] | bits[1]
+        order = np.argsort(stand, kind="stable").astype(np.int64)
+        ptr = np.searchsorted(stand[order], np.arange(problem.size + 1)).astype(np.int64)
+        tables = (ptr, order, fot, cond, land.astype(np.int64))
+        problem.tables[name] = tuple(_frozen(t) for t in tables)
+    return problem.tables[name]
+
+
+def key_tables(problem: LayeredProblem, symmetric: bool = True) -> np.ndarray:
+    """The `key_maps` of the problem's group (`symmetric`) or of the identity alone
+    (keys are then the boards themselves), built once per problem, read-only."""
+    name = "maps" if symmetric else "identity"
+    if name not in problem.tables:
+        group = problem.group if symmetric else problem.group[:1]
+        problem.tables[name] = _frozen(key_maps(np.asarray(group), problem.size))
+    return problem.tables[name]
+
+
+def key_of(board: int, maps: np.ndarray) -> int:
+    """The key of one board (the least image under the group), in Python."""
+    best = None
+    for g in range(maps.shape[0]):
+        image = 0
+        for k in range(maps.shape[1]):
+            image |= int(maps[g, k, board >> (8 * k) & 255])
+        best = image if best is None else min(best, image)
+    return best
+
+
+def merson_regions(rules: np.ndarray, size: int) -> tuple[int, list[int]]:
+    """(singles, pairs): the Merson regions of the rules as bitboards. A region is a set
+    of cells that no rule jumps over from outside it into outside it (no (a, b, c) with
+    b inside, a and c outside); when a region is full at a move boundary, the first
+    change to it is the first jump of a move that starts in it (a token cannot have
+    landed in the full region). singles: the cells never jumped over (the corners of a
+    triangle); pairs: two cells forming a region (adjacent holes along an edge), in
+    order, for a greedy packing. Source: the Merson regions of J. D. Beasley, "The Ins
+    and Outs of Peg Solitaire" (1985), used for move counts by G. I. Bell, "Solving
+    Triangular Peg Solitaire", JIS 11 (2008) 08.4.8."""
+    cells = {int(x) for rule in rules for x in rule}
+    over: dict[int, list[tuple[int, int]]] = {}
+    for a, b, c in rules:
+        over.setdefault(int(b), []).append((int(a), int(c)))
+    singles = [x for x in sorted(cells) if x not in over]
+    pairs = []
+    for x in sorted(over):
+        for y in sorted(over):
+            if y > x and all(a in (x, y) or c in (x, y) for a, c in over[x] + over[y]):
+                pairs.append((1 << x) | (1 << y))
+    return sum(1 << x for x in singles), pairs
+
+
+def prune_table(problem: LayeredProblem, kind: int) -> np.ndarray:
+    """The `prune` array of `expand` for one side: kind 1 (forward: full regions need
+    a move each, less those a goal may keep full), kind 2 (backward: regions not full
+    were changed by a move each since the start, less those a start may not fill)."""
+    name = f"prune{kind}"
+    if name not in problem.tables:
+        singles, pairs = merson_regions(problem.rules, problem.size)
+        cells = singles | sum(pairs)
+        paired = sum(pairs)
+        if kind == 1:
+            less = max(
+                (g & singles).bit_count() + (g & paired).bit_count() // 2 for g in problem.goals
+            )
+        else:
+            full = (1 << problem.size) - 1
+            less = max((full & ~s & cells).bit_count() for s in problem.starts)
+        problem.tables[name] = _frozen(np.array([kind, less, singles, *pairs], np.uint64))
+    return problem.tables[name]
+
+
+def bound_of(board: int, prune: np.ndarray) -> int:
+    """`regions_bound` of one board, in Python."""
+    full = bool(prune[0] == 1)
+    return int(regions_bound(np.uint64(board), prune[2], prune[3:], full, int(prune[1])))
+
+
+def invariants(rules: np.ndarray, size: int) -> np.ndarray:
+    """A basis of the weights w in GF(2)^size with w(a) + w(b) + w(c) = 0 for every
+    rule, as bitboards (uint64): the parity of the tokens on each basis weight's cells is
+    the same in every position reachable from one another (Bell's position classes)."""
+    rows = sorted({(1 << int(a)) | (1 << int(b)) | (1 << int(c)) for a, b, c in rules})
+    pivots: dict[int, int] = {}  # reduced row echelon form of the rule rows
+    for row in rows:
+        for bit, pivot in pivots.items():
+            if row >> bit & 1:
+                row ^= pivot
+        if row:
+            bit = row.bit_length() - 1
+            for other in list(pivots):
+                if pivots[other] >> bit & 1:
+                    pivots[other] ^= row
+            pivots[bit] = row
+    free = [x for x in range(size) if x not in pivots]
+    basis = []
+    for f in free:  # the null space: w = e_f plus the pivots whose row contains f
+        w = 1 << f
+        for bit, row in pivots.items():
+            if row >> f & 1:
+                w |= 1 << bit
+        basis.append(w)
+    return np.array(basis, np.uint64)
+
+
+def position_class(board: int, basis: np.ndarray) -> tuple[int, ...]:
+    """The parities of the tokens on each invariant weight of `basis`."""
+    return tuple((board & int(w)).bit_count() & 1 for w in basis)
