@@ -88,16 +88,16 @@ CASES = {
         known=(
             # OEIS A127500: T_4 -> 5 fewest moves over all one-vacancy starts (G. I.
             # Bell, JIS 11 (2008), 08.4.8); start hole 2 is one that attains it.
-            ({"side": 4, "start": 2, "objective": "min_moves"}, 5),
+            ({"side": 4, "start": 2, "question": "min_moves"}, 5),
             # No solution from a corner start (both methods find none: the test checks
             # that they agree).
-            ({"side": 4, "start": 1, "objective": "min_moves"}, None),
+            ({"side": 4, "start": 1, "question": "min_moves"}, None),
         ),
         # Hole 9 is hole 2's image under a rotation of the triangle (PUZZLES.md numbering).
         equivalent=(
             (
-                {"side": 4, "start": 2, "objective": "min_moves"},
-                {"side": 4, "start": 9, "objective": "min_moves"},
+                {"side": 4, "start": 2, "question": "min_moves"},
+                {"side": 4, "start": 9, "question": "min_moves"},
             ),
         ),
         # The seed's 15-hole board T_5, started at hole 11 (the corner image of hole 1).
