@@ -165,28 +165,35 @@ class Planner:
         self.planned += 1
         return batch
 
-    def seconds_left(self, in_flight: dict[int, tuple[int, float]]) -> float:
-        """Estimated wall seconds until every job is done, shared by the workers: the
-        jobs not handed out and those of `in_flight` ({batch number: (its jobs not
-        finished yet, seconds since it went out)}), each at its group's measured seconds
-        per job. A group not measured yet counts each job at its time limit (a job may
-        take that long, and its probe replaces the guess within one batch), less the
-        seconds its batches have run already. Safe to call from another thread than the
-        one handing out batches."""
+    def seconds_left(self, in_flight: dict[int, tuple[int, float]]) -> float | None:
+        """Estimated wall seconds until every job is done, shared by the workers, or None
+        before any group is measured. Counted: the jobs not handed out and those of
+        `in_flight` ({batch number: (its jobs not finished yet, seconds since it went
+        out)}), each at its group's measured seconds per job; a group not measured yet
+        at the mean of the measured ones, capped by its time limit. A batch of such a
+        group that has run t seconds is expected to need at least as long again, and no
+        more than its time limits allow, so a long probe never reads as nearly done.
+        Safe to call from another thread than the one handing out batches."""
         measured = dict(self.measured)
+        if not measured:
+            return None
         per_job = {g: max(seconds / jobs, 1e-6) for g, (seconds, jobs) in measured.items()}
+        prior = sum(per_job.values()) / len(per_job)
 
         def cost(group: tuple) -> float:
-            return per_job[group] if group in per_job else group[2].time_limit
+            return per_job[group] if group in per_job else min(prior, group[2].time_limit)
 
         work = sum(left * cost(g) for g, left in dict(self.left).items())
         out = dict(self.out)
         for number, (jobs, running) in in_flight.items():
             group = out.get(number)
-            if group is None:
+            if group is None or not jobs:
                 continue
             ahead = jobs * cost(group)
-            work += ahead if group in per_job else max(ahead - running, 0.0)
+            if group not in per_job:
+                most = max(jobs * group[2].time_limit - running, 0.0)
+                ahead = min(max(ahead - running, min(running, most)), most)
+            work += ahead
         return work / self.workers
 
     def _group(self) -> tuple | None:

@@ -59,8 +59,9 @@ def worker_events(
 ) -> Iterator[None]:
     """While the block runs: a Dask client of `scheduler` that calls `handler(number,
     n)` for each event under `topic` (`report_to`), in the client's thread. On entry it
-    also readies every worker for batches (`warm_worker`, not waited for). Nothing
-    without a scheduler."""
+    also readies every worker for batches (`warm_worker`, not waited for); on exit every
+    worker sends the log lines it still holds (`send_logs`). Nothing without a
+    scheduler."""
     if scheduler is None or topic is None:
         yield
         return
@@ -76,6 +77,22 @@ def worker_events(
             yield
         finally:
             client.unsubscribe_topic(topic)
+            try:
+                client.run(send_logs)
+            except Exception:  # noqa: BLE001 (a lost worker has nothing more to send)
+                pass
+
+
+async def send_logs() -> None:
+    """On a worker (in its event loop, through `Client.run`): send the Prefect log lines
+    it still holds (at most 5 s), so the last lines of its task runs reach the API
+    before a run's temporary API stops (else the worker prints "Error logging to API"
+    into the run's terminal)."""
+    import asyncio
+
+    from prefect.logging.handlers import APILogHandler
+
+    await asyncio.wait_for(APILogHandler.aflush(), timeout=5)
 
 
 def warm_worker(memory_limit: int | None = None) -> str:
@@ -117,8 +134,9 @@ def prefect_api(api: TemporaryAPI | None = None) -> Iterator[str]:
     (`api`, started earlier by the caller, or a new one), and point this process and,
     through the settings that the task runner ships with each task, every Dask worker at
     it; otherwise each worker process would start its own (DESIGN.md, measured facts).
-    Stops the temporary server on exit (also `api` when an API is configured). Yields
-    the API URL. Raises flows.api.APIError when the temporary API does not start."""
+    Stops the temporary server on exit (also `api` when an API is configured), once the
+    log lines queued for it are sent. Yields the API URL. Raises flows.api.APIError when
+    the temporary API does not start."""
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     if configured := configured_api():
@@ -131,7 +149,12 @@ def prefect_api(api: TemporaryAPI | None = None) -> Iterator[str]:
         if url is None:  # its settings name an API that this process's settings do not
             raise RuntimeError("Prefect's settings differ between this process and its child")
         with temporary_settings(updates={PREFECT_API_URL: url}):
-            yield url
+            try:
+                yield url
+            finally:  # the run's last log lines reach the API before it stops
+                from prefect.logging.handlers import APILogWorker
+
+                APILogWorker.drain_all(timeout=5)
 
 
 def check_address(address: str) -> str:

@@ -370,9 +370,9 @@ def run_sweep(
                 else:
                     say("nothing to solve: every instance has its result in the catalog")
                 families = sorted({job.instance.family for job in run.plan.jobs})
-                with (
-                    worker_events(scheduler, run.topic, run.instances_done, memory_limit),
+                with (  # the workers' events end, and their logs are sent, before the API
                     prefect_api(api),
+                    worker_events(scheduler, run.topic, run.instances_done, memory_limit),
                     tags(f"sweep:{run.plan.name}", *(f"family:{f}" for f in families)),
                 ):
                     flow = sweep.with_options(

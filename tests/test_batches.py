@@ -84,3 +84,27 @@ def test_every_group_is_probed_before_any_other_batch():
     assert {len(b.params) for b in probes} == {PROBE} and planner.next() is None
     planner.record(probes[2], 0.1 * PROBE)  # the 60 s group is measured first
     assert planner.next().limits.time_limit == 60
+
+
+def test_a_long_probe_never_reads_as_nearly_done():
+    # One open box at a 60 s limit beside 20 quick boards measured at 0.1 s per job, on
+    # one worker: the box's probe counts as long again as it has run, and never past
+    # what its limit leaves.
+    quick = _jobs([(r, c) for r in range(1, 11) for c in (20, 21)])
+    family = puzzles.get("no_k_in_row")
+    box = Job(
+        Instance("no_k_in_row", make_params(family.Params, {"dims": [6, 7, 6], "k": 5})),
+        "highs",
+        Limits(60.0),
+        1,
+    )
+    planner = Planner([box, *quick], "r", "s", workers=1)
+    assert planner.seconds_left({}) is None  # nothing measured: no estimate yet
+    probe = planner.next()  # the longest limit goes first
+    assert probe.family == "no_k_in_row"
+    while (batch := planner.next()) is not None:
+        planner.record(batch, 0.1 * len(batch.params))
+    assert planner.seconds_left({probe.number: (1, 0.0)}) == 0.1  # the prior, 0.1 s
+    assert planner.seconds_left({probe.number: (1, 10.0)}) == 10.0  # as long again
+    assert planner.seconds_left({probe.number: (1, 50.0)}) == 10.0  # its limit leaves 10
+    assert planner.seconds_left({probe.number: (1, 70.0)}) == 0.0
