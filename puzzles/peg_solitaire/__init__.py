@@ -136,17 +136,20 @@ SOLVERS = ("frontier",)
 AXES = ("side", ("question", "finish"))
 #: The questions an instance may ask (the parameter and the catalog column `question`).
 QUESTIONS = ("solve", "min_moves", "reachable")
+#: The smallest board: T_1 holds no peg once its start hole is empty.
+MIN_SIDE = 2
 
 
 class Params(_Params):
-    """side: holes on a side (4..10: boards of at most 64 holes); start: the empty hole
+    """side: holes on a side (2..10: boards of at most 64 holes; T_2 and T_3 have no
+    solution, and T_1 holds no peg once its start is empty); start: the empty hole
     (1..T(side)); finish: `any`, `start` or a hole number where the last peg must stand;
     question: `solve`, `min_moves` or `reachable`. The key `objective` is refused with a
     message naming `question` (the catalog's `objective` column holds the answer)."""
 
-    side: int
-    start: int
-    finish: str = "any"
+    side: int = Field(description=f"holes on a side, {MIN_SIDE}..{MAX_SIDE}")
+    start: int = Field(description="the empty hole, 1..T(side), row by row from the apex")
+    finish: str = Field("any", description="where the last peg stands: any, start or a hole")
     question: Literal["solve", "min_moves", "reachable"] = Field(
         "solve", description="solve (pegs left), min_moves (fewest moves) or reachable"
     )
@@ -165,8 +168,8 @@ class Params(_Params):
     @field_validator("side")
     @classmethod
     def _side(cls, side: int) -> int:
-        if not 4 <= side <= MAX_SIDE:
-            raise ValueError(f"side must lie in 4..{MAX_SIDE}")
+        if not MIN_SIDE <= side <= MAX_SIDE:
+            raise ValueError(f"side must lie in {MIN_SIDE}..{MAX_SIDE}")
         return side
 
     @field_validator("finish", mode="before")

@@ -53,7 +53,7 @@ class LayeredProblem:
             raise ValueError(f"unknown question {self.question!r}")
         if not self.starts or not self.goals:
             raise ValueError("a search needs at least one start and one goal")
-        object.__setattr__(self, "rules", _frozen(np.array(self.rules, np.int64)))
+        object.__setattr__(self, "rules", _frozen(np.array(self.rules, np.int64).reshape(-1, 3)))
         object.__setattr__(self, "group", _frozen(np.array(self.group, np.int64)))
 
     def triples(self, indices: list[int]) -> list[tuple[int, int, int]]:
