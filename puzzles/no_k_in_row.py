@@ -329,19 +329,13 @@ def picture(p: Params, solution: Solution):
     """A matplotlib Figure of the box as 2-D slices (rows × columns, one panel per value
     of the outer coordinates): a black stone where one is kept, a red cross where one was
     removed; the title gives the count."""
-    from puzzlesweep.puzzles._draw import panels
+    from puzzlesweep.puzzles._draw import slice_panels
 
     removed = set(solution)
     *outer, rows, cols = [1] * (2 - len(p.dims)) + list(p.dims)
-    count = math.prod(outer)
-    figure, axes = panels(
-        count, f"{len(removed)} stones removed from {'×'.join(map(str, p.dims))}, k = {p.k}"
-    )
+    title = f"{len(removed)} stones removed from {'×'.join(map(str, p.dims))}, k = {p.k}"
+    figure, axes = slice_panels(math.prod(outer), rows, cols, title)
     for s, ax in enumerate(axes):
-        ax.set_xlim(-0.6, cols - 0.4)
-        ax.set_ylim(rows - 0.4, -0.6)
-        if count > 1:
-            ax.set_title(f"slice {s}", fontsize=9)
         kept = [(c, r) for r in range(rows) for c in range(cols)]
         gone = [(c, r) for c, r in kept if s * rows * cols + r * cols + c in removed]
         kept = [xy for xy in kept if xy not in set(gone)]
