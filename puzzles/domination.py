@@ -354,25 +354,10 @@ def picture(p: Params, solution: Solution):
             ax.add_patch(Rectangle((c, r), 1, 1, facecolor=shade))
             if square in placed:
                 ax.add_patch(Circle((c + 0.5, r + 0.5), 0.36, facecolor="#222222"))
-                ax.text(
-                    c + 0.5,
-                    r + 0.5,
-                    SYMBOLS[p.piece],
-                    color="white",
-                    ha="center",
-                    va="center",
-                    fontsize=12,
-                    fontweight="bold",
-                )
+                text, style = SYMBOLS[p.piece], {"color": "white", "fontsize": 12}
+                style["fontweight"] = "bold"
             else:
                 hits = sum(square in table[s] for s in placed)
-                ax.text(
-                    c + 0.5,
-                    r + 0.5,
-                    str(hits),
-                    ha="center",
-                    va="center",
-                    fontsize=8,
-                    color="red" if hits == 0 else "black",
-                )
+                text, style = str(hits), {"fontsize": 8, "color": "black" if hits else "red"}
+            ax.text(c + 0.5, r + 0.5, text, ha="center", va="center", **style)
     return figure

@@ -257,20 +257,10 @@ def start_solution(p: Params, moves: int = 0) -> Solution:
     return best.elements()
 
 
-def symmetry_rows(dims: tuple[int, ...]) -> list[tuple[list[int], list[int]]]:
-    """Symmetry-breaking rows as pairs (more, fewer), Σ x over `more` >= Σ x over
-    `fewer` (`_box.symmetry_rows`): for each axis, the first half of the box removes at
-    least as many stones as the mirror half; for the first pair of equal sides i < j,
-    the cells with x_i < x_j at least as many as those with x_i > x_j. The optimum is
-    unchanged. (With three equal sides, rows for every pair could form a cycle no image
-    satisfies.)"""
-    return _box.symmetry_rows(dims)
-
-
-def symmetric_image(dims: tuple[int, ...], removed: Solution) -> Solution:
-    """The image of `removed` under the box symmetry that makes it satisfy every row of
-    `symmetry_rows(dims)` (`_box.symmetric_image`), sorted."""
-    return _box.symmetric_image(dims, removed)
+#: Symmetry-breaking rows (more, fewer) of the box, Σ x over `more` >= Σ x over
+#: `fewer`: half-counts under each reflection, the diagonal of the first pair of equal
+#: sides (`_box.symmetry_rows`); and the image of a removal set that satisfies them all.
+symmetry_rows, symmetric_image = _box.symmetry_rows, _box.symmetric_image
 
 
 def from_mip(p: Params, x: list[float]) -> Solution:
@@ -346,22 +336,16 @@ def picture(p: Params, solution: Solution):
     return figure
 
 
-def box_symmetries(dims: tuple[int, ...]) -> list[list[int]]:
-    """Every symmetry of the box as a cell permutation (`_box.symmetries`: image[cell] =
-    its image cell): a permutation of axes of equal length combined with reflections of
-    any axes (16 for 6×7×6: 2 axis orders × 2^3 reflections), the identity first. Each
-    maps windows to windows (a direction vector to ± a direction vector), so it maps
-    removal sets that hit every window to such sets of the same size."""
-    return _box.symmetries(dims)
+#: Every symmetry of the box as a cell permutation, the identity first (16 for 6×7×6:
+#: 2 axis orders × 2^3 reflections; `_box.symmetries`). Each maps windows to windows (a
+#: direction vector to ± a direction vector), so it maps removal sets that hit every
+#: window to such sets of the same size. `layer`: the cells of one layer across an axis.
+box_symmetries, layer = _box.symmetries, _box.layer
 
 
 def symmetries(p: Params) -> list[list[int]]:
     """`box_symmetries` of p's box: the group the counts of optima are taken up to."""
     return box_symmetries(tuple(p.dims))
-
-
-#: The row-major cells whose coordinate on `axis` is `position` (`_box.layer`).
-layer = _box.layer
 
 
 def layer_low(dims: tuple[int, ...], axis: int, k: int) -> int:
