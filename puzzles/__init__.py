@@ -24,6 +24,11 @@ Every family module defines, in this order:
 - `render(params, solution)`: a text picture, and `picture(params, solution)`: a
   matplotlib Figure drawn as a person would draw it (`solve --picture FILE`);
 - optionally `details(params, solution)`: extra fields for the CLI's `--json`.
+
+Modules here that are not families: `hitting_set` (the minimum hitting-set core that
+`domination` and `no_k_in_row` describe themselves to: MIP, greedy start, exhaustive
+search and count, verifier, codec), `_box` (row-major box geometry and symmetries) and
+`_draw` (matplotlib plumbing).
 """
 
 import importlib

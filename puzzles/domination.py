@@ -1,7 +1,9 @@
 """Domination: the fewest chess pieces that occupy or attack every square of a board.
 
-Source: seed `004_7d7580379b2fab1e.txt` (8×8 knights → 12, a set-cover MIP); knights on
-n×n boards, OEIS A006075: n = 1..10 → 1, 4, 4, 4, 5, 8, 10, 12, 14, 16.
+Sources: knights on n×n boards, OEIS A006075 (n = 1..10 → 1, 4, 4, 4, 5, 8, 10, 12, 14,
+16; 8×8 → 12 is the classical set-cover example) and the number of minimum covers up to
+the board's symmetries, OEIS A006076; E. J. Cockayne, "Chessboard domination problems",
+Discrete Mathematics 86 (1990), for the variants.
 
 Vocabulary (squares row-major, 0-based, square = row * cols + col):
 - piece: knight, king, queen, rook or bishop; it attacks along its moves on the empty
@@ -12,22 +14,26 @@ Vocabulary (squares row-major, 0-based, square = row * cols + col):
 - solution: the sorted squares holding a piece; encoded in the catalog as
   comma-separated integers ("9,14,21").
 
-MIP: x[s] = 1 if a piece stands on s; for every square t, Σ_{s covers t} x[s] >= 1 where
-s covers t if s attacks t, or s = t except in the total variant; independent adds
-x[s] + x[t] <= 1 for every attacking pair.
+A minimum hitting set (`puzzles.hitting_set`): the universe is the squares, and the set
+of square t is its closed neighbourhood, the squares whose piece covers t (attacks it, or
+stands on it except in the total variant); independent adds the conflicts "attacks".
+MIP: x[s] = 1 if a piece stands on s; Σ_{s covers t} x[s] >= 1 for every square t;
+independent adds x[s] + x[t] <= 1 for every attacking pair. Region cuts (`region_cuts`):
+Σ x over the squares covering a corner block or border strip R >= γ(R), the fewest
+pieces that cover R, proven by a small MIP: valid because every solution covers R.
 
 Symmetry: every piece's graph is symmetric under transposing the board, so
-`canonical(p)` puts the shorter side first (8×5 and 5×8 are one instance).
+`canonical(p)` puts the shorter side first (8×5 and 5×8 are one instance); the board's
+4 or 8 symmetries (`symmetries`) serve the counts of optima (A006076).
 Second method: `exhaustive(p)`, iterative deepening over the number of pieces that
 branches on the squares covering the first square left uncovered (skipping squares
 attacked by a placed piece in the independent variant); for boards of at most 36 squares.
 
-Measured (issue 6, benchmarks/README.md): HiGHS with one thread proves knights n×n for
-n = 1..16 (A006075) in 494 s in all, 16×16 (40) in 281 s; its own symmetry detection
-(2 generators of the square's 8 symmetries) is on by default; nothing tried did better.
-Issue 12: SCIP proves 14..17 in 0.29-0.50 of HiGHS's time (17×17: 407 s, 15,244 nodes),
-so `auto_solver` picks it for knights from 14×14; `symmetries(p)` and
-`exhaustive_count(p)` serve the counts of optima (OEIS A006076).
+Measured (benchmarks/README.md): HiGHS with one thread proves knights n×n for n = 1..16
+(A006075) in 494 s in all, 16×16 (40) in 281 s, with its own symmetry detection on;
+SCIP proves 14..17 in 0.29-0.50 of HiGHS's time (17×17: 407 s, 15,244 nodes), hence
+`auto_solver`; the region cuts took 14×14 from 5,577 nodes to 3,440 with HiGHS and from
+841 to 248 with SCIP, hence on by default from REGION_MIN_SQUARES.
 
 Roads not taken: symmetry-breaking rows (`symmetry_rows`: half-counts under the
 reflections, the diagonal under the transpose; measured no faster than HiGHS's own
@@ -36,22 +42,23 @@ detection on knights 12..14, kept behind `model(p, symmetry=True)`); starting fr
 to 9 but left 13 and 14 unchanged, and the proven optimum as a start cut 14×14 from
 5,577 nodes to 468 but made 13×13 need 253 instead of 5: too erratic to choose on);
 local cover cuts Σ_{s covers some t∈R} x_s >= γ(R) for 3×3 blocks, corner blocks and
-edge strips R by default (the LP bound stayed 21.42 on 12×12 and 28.92 on 14×14; in
-issue 12 the corner and border cuts of `region_cuts` cut 14×14's nodes to 3,440 from
-5,577 with HiGHS and to 248 from 841 with SCIP, kept behind `model(p, regions=True)`
-until more sizes are measured: benchmarks/README.md); the piece's graph with blocking
-(sliding pieces stopped by other pieces), which the literature does not use.
+edge strips R on every board (the LP bound stayed 21.42 on 12×12 and 28.92 on 14×14;
+only the corner and border cuts of `region_cuts` are kept, on by default only where
+they were measured to help, `model(p, regions=True)` elsewhere); the piece's graph with
+blocking (sliding pieces stopped by other pieces), which the literature does not use.
 """
 
-import math
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Literal
 
 from pydantic import field_validator
 
-from puzzlesweep.core import InvalidSolution
 from puzzlesweep.core import Params as _Params
-from puzzlesweep.solvers.highs import MipModel
+from puzzlesweep.puzzles import _box
+from puzzlesweep.puzzles import hitting_set as hs
+from puzzlesweep.puzzles.hitting_set import orbits  # noqa: F401  (part of the module's API)
+from puzzlesweep.solvers.mip import MipModel
 
 NAME = "domination"
 SOLVERS = ("auto", "highs", "scip")
@@ -61,16 +68,18 @@ AXES = ("rows", ("piece", "variant"))
 
 Solution = tuple[int, ...]  # sorted occupied squares
 
-LEAPS = {
-    "knight": [(1, 2), (2, 1), (-1, 2), (-2, 1), (1, -2), (2, -1), (-1, -2), (-2, -1)],
-    "king": [(dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if dr or dc],
-}
-RAYS = {
-    "rook": [(0, 1), (1, 0), (0, -1), (-1, 0)],
-    "bishop": [(1, 1), (1, -1), (-1, 1), (-1, -1)],
-}
-RAYS["queen"] = RAYS["rook"] + RAYS["bishop"]
-SYMBOLS = {"knight": "N", "king": "K", "queen": "Q", "rook": "R", "bishop": "B"}
+_ROOK = ((0, 1), (1, 0), (0, -1), (-1, 0))
+_BISHOP = ((1, 1), (1, -1), (-1, 1), (-1, -1))
+#: Single steps (row, col) of the leaping pieces.
+LEAPS = MappingProxyType(
+    {
+        "knight": ((1, 2), (2, 1), (-1, 2), (-2, 1), (1, -2), (2, -1), (-1, -2), (-2, -1)),
+        "king": tuple((dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if dr or dc),
+    }
+)
+#: Ray directions (row, col) of the sliding pieces.
+RAYS = MappingProxyType({"rook": _ROOK, "bishop": _BISHOP, "queen": _ROOK + _BISHOP})
+SYMBOLS = MappingProxyType({"knight": "N", "king": "K", "queen": "Q", "rook": "R", "bishop": "B"})
 
 
 class Params(_Params):
@@ -90,6 +99,10 @@ class Params(_Params):
         return size
 
 
+#: The board size from which `auto` picks SCIP for knights (14×14).
+AUTO_SCIP_SQUARES = 196
+
+
 def auto_solver(p: Params) -> str:
     """The engine `auto` runs (canonical p), from benchmarks/README.md (mip_bench.py
     --only auto, knights_bench.py): SCIP for knights dominating boards of at least
@@ -99,10 +112,6 @@ def auto_solver(p: Params) -> str:
     than a factor 2)."""
     big = p.rows * p.cols >= AUTO_SCIP_SQUARES
     return "scip" if big and p.piece == "knight" and p.variant == "dominating" else "highs"
-
-
-#: The board size from which `auto` picks SCIP for knights (14×14).
-AUTO_SCIP_SQUARES = 196
 
 
 def expand(point: dict) -> list[dict]:
@@ -119,23 +128,21 @@ def canonical(p: Params) -> Params:
 
 def from_canonical(p: Params, solution: Solution) -> Solution:
     """Squares of `canonical(p)` carried back to p (transposed when p has rows > cols)."""
-    if p.rows <= p.cols:
-        return tuple(solution)
-    width = p.rows  # the canonical board has p.cols rows of p.rows squares
-    return tuple(sorted((s % width) * p.cols + s // width for s in solution))
+    axes = [1, 0] if p.rows > p.cols else [0, 1]
+    return _box.carry_back((p.rows, p.cols), axes, solution)
 
 
 @lru_cache(maxsize=256)
 def attacks(piece: str, rows: int, cols: int) -> tuple[frozenset[int], ...]:
-    """For each square, the set of squares a piece standing there attacks."""
+    """For each square, the frozenset of squares a piece standing there attacks."""
     table = []
     for r in range(rows):
         for c in range(cols):
             hit = set()
-            for dr, dc in LEAPS.get(piece, []):
+            for dr, dc in LEAPS.get(piece, ()):
                 if 0 <= r + dr < rows and 0 <= c + dc < cols:
                     hit.add((r + dr) * cols + c + dc)
-            for dr, dc in RAYS.get(piece, []):
+            for dr, dc in RAYS.get(piece, ()):
                 rr, cc = r + dr, c + dc
                 while 0 <= rr < rows and 0 <= cc < cols:
                     hit.add(rr * cols + cc)
@@ -144,49 +151,61 @@ def attacks(piece: str, rows: int, cols: int) -> tuple[frozenset[int], ...]:
     return tuple(table)
 
 
-def coverers(p: Params) -> list[list[int]]:
-    """For each square t, the squares whose piece covers t under the variant."""
-    table = attacks(p.piece, p.rows, p.cols)  # attacks are symmetric for these pieces
-    own = p.variant != "total"
-    return [sorted(table[t] | ({t} if own else set())) for t in range(p.rows * p.cols)]
+def coverers(p: Params) -> tuple[tuple[int, ...], ...]:
+    """For each square t, the sorted squares whose piece covers t under the variant (its
+    closed neighbourhood; the open one in the total variant)."""
+    return problem(p.piece, p.rows, p.cols, p.variant).sets
+
+
+@lru_cache(maxsize=256)
+def problem(piece: str, rows: int, cols: int, variant: str) -> hs.HittingSet:
+    """The board as a `hitting_set.HittingSet`: squares, one set of coverers per square
+    (attacks are symmetric for these pieces), attacks as conflicts when independent."""
+    table = attacks(piece, rows, cols)
+    own = variant != "total"
+    sets = tuple(tuple(sorted(table[t] | ({t} if own else set()))) for t in range(len(table)))
+    return hs.HittingSet(
+        rows * cols,
+        sets,
+        elements="squares",
+        unhit=f"square {{index}} is not covered ({variant})",
+        conflict="the piece on square {element} attacks another piece",
+        conflicts=table if variant == "independent" else None,
+    )
+
+
+def _problem(p: Params) -> hs.HittingSet:
+    return problem(p.piece, p.rows, p.cols, p.variant)
+
+
+def _small(p: Params) -> hs.HittingSet:
+    """`problem` of p for the exhaustive methods; raises ValueError beyond 36 squares."""
+    if p.rows * p.cols > 36:
+        raise ValueError("exhaustive search is for boards of at most 36 squares")
+    return _problem(p)
 
 
 def model(
     p: Params, *, start: bool = False, symmetry: bool = False, regions: bool | None = None
 ) -> MipModel:
-    """The set-cover MIP of the module docstring; column s is square s. `start` hands
-    the engine the greedy cover of `greedy_start` (checked by `verify`), `symmetry` adds
-    the rows of `symmetry_rows`, `regions` the rows of `region_cuts`. Start and symmetry
-    rows are off by default because neither made knights faster (benchmarks/README.md);
-    region cuts (`regions=None`) are on for knights dominating boards of at least
-    REGION_MIN_SQUARES squares, where they cut SCIP's nodes on 14×14 and 15×15 and
-    HiGHS's on 14×14 (measured: benchmarks/README.md), off elsewhere."""
+    """The set-cover MIP of the module docstring (`hitting_set.model`); column s is square
+    s. `start` hands the engine the greedy cover of `greedy_start` (dominating variant
+    only; checked by `verify`), `symmetry` adds the rows of `symmetry_rows`, `regions`
+    the rows of `region_cuts`. Start and symmetry rows are off by default because
+    neither made knights faster (benchmarks/README.md); region cuts (`regions=None`) are
+    on for knights dominating boards of at least REGION_MIN_SQUARES squares, where they
+    cut SCIP's nodes on 14×14 and 15×15 and HiGHS's on 14×14, off elsewhere."""
     if regions is None:
         big = p.rows * p.cols >= REGION_MIN_SQUARES
         regions = big and p.piece == "knight" and p.variant == "dominating"
-    m = MipModel([], [], [], [])
-    m.add_columns(p.rows * p.cols, 1.0, 0.0, 1.0, True)
-    for cover in coverers(p):
-        m.add_row(cover, [1.0] * len(cover), 1.0, float("inf"))
-    if p.variant == "independent":
-        for s, hit in enumerate(attacks(p.piece, p.rows, p.cols)):
-            for t in sorted(hit):
-                if s < t:
-                    m.add_row([s, t], [1.0, 1.0], 0.0, 1.0)
-    if symmetry:
-        for more, fewer in symmetry_rows(p.rows, p.cols):
-            m.add_row(more + fewer, [1.0] * len(more) + [-1.0] * len(fewer), 0.0, math.inf)
-    if regions:
-        for cols_, least in region_cuts(p):
-            m.add_row(cols_, [1.0] * len(cols_), float(least), math.inf)
+    rows = [hs.balance(*pair) for pair in symmetry_rows(p.rows, p.cols)] if symmetry else []
+    rows += [hs.at_least(cols, float(least)) for cols, least in region_cuts(p)] if regions else []
+    placed = None
     if start and p.variant == "dominating":
         placed = greedy_start(p)
         if symmetry:  # HiGHS silently drops a start that breaks a row
             placed = symmetric_image(p.rows, p.cols, placed)
-        verify(p, placed)  # a wrong start must never reach the solver
-        placed = set(placed)
-        m.start = [1.0 if s in placed else 0.0 for s in range(p.rows * p.cols)]
-    return m
+    return hs.model(_problem(p), rows, placed)
 
 
 #: Region cuts: corner blocks a×a for a in REGION_CORNERS, and the border strips of
@@ -198,7 +217,7 @@ REGION_MIN_SQUARES = 196
 
 def regions(p: Params) -> list[list[int]]:
     """The corner blocks and border strips of the board (`REGION_CORNERS`,
-    `REGION_DEPTHS`) that are strict sub-regions of it, as lists of squares."""
+    `REGION_DEPTHS`) that are strict sub-regions of it, as sorted lists of squares."""
     r, c = p.rows, p.cols
     block = lambda r0, r1, c0, c1: [i * c + j for i in range(r0, r1) for j in range(c0, c1)]  # noqa: E731
     found = set()
@@ -217,9 +236,10 @@ def regions(p: Params) -> list[list[int]]:
 def region_cuts(p: Params) -> list[tuple[list[int], int]]:
     """(squares that cover some square of R, γ(R)) for every region R of `regions`:
     γ(R) is the fewest pieces, anywhere on the board, that cover every square of R
-    (proven by a small HiGHS MIP over those squares; the variant's covering rule, the
-    independent variant treated as dominating, so γ(R) is a valid lower limit). Every
-    solution covers R, so Σ x over those squares >= γ(R) cuts off no solution."""
+    (proven by a small HiGHS MIP over those squares, 30 s at most, cuts without a proof
+    left out; the variant's covering rule, the independent variant treated as
+    dominating, so γ(R) is a valid lower limit). Every solution covers R, so Σ x over
+    those squares >= γ(R) cuts off no solution."""
     from puzzlesweep.solvers import Limits, highs
 
     cover = coverers(p)
@@ -227,207 +247,76 @@ def region_cuts(p: Params) -> list[tuple[list[int], int]]:
     for region in regions(p):
         near = sorted({s for t in region for s in cover[t]})
         index = {s: i for i, s in enumerate(near)}
-        small = MipModel([], [], [], [])
-        small.add_columns(len(near), 1.0, 0.0, 1.0, True)
-        for t in region:
-            small.add_row([index[s] for s in cover[t]], [1.0] * len(cover[t]), 1.0, math.inf)
-        result = highs.solve(small, Limits(30.0))
+        local = hs.HittingSet(len(near), tuple(tuple(index[s] for s in cover[t]) for t in region))
+        result = highs.solve(hs.model(local), Limits(30.0))
         if result.status == "optimal":
             cuts.append((near, round(result.objective)))
     return cuts
 
 
 def greedy_start(p: Params) -> Solution:
-    """A dominating set (any variant's covering rule; not checked for independence): put
-    a piece on the square that covers most uncovered squares (lowest index on ties) until
-    all are covered, then lift, from the last placed, every piece whose squares are all
-    covered twice. Knights: 16 on 8×8, 28 on 12×12, 48 on 16×16 (optima 12, 24, 40)."""
-    cover = coverers(p)
-    covers = [set() for _ in cover]  # covers[s]: the squares a piece on s covers
-    for t, sources in enumerate(cover):
-        for s in sources:
-            covers[s].add(t)
-    uncovered, placed = set(range(len(cover))), []
-    while uncovered:
-        s = max(range(len(covers)), key=lambda s: (len(covers[s] & uncovered), -s))
-        if not covers[s] & uncovered:
-            raise ValueError("some square has nothing that covers it")
-        placed.append(s)
-        uncovered -= covers[s]
-    times = [0] * len(cover)
-    for s in placed:
-        for t in covers[s]:
-            times[t] += 1
-    for s in reversed(list(placed)):
-        if all(times[t] >= 2 for t in covers[s]):
-            placed.remove(s)
-            for t in covers[s]:
-                times[t] -= 1
-    return tuple(sorted(placed))
+    """A dominating set (any variant's covering rule; not checked for independence) by
+    `hitting_set.greedy`: the square covering most uncovered squares (lowest index on
+    ties) until all are covered, then every piece whose squares are all covered twice
+    lifted, from the last placed. Knights: 16 on 8×8, 28 on 12×12, 48 on 16×16 (optima
+    12, 24, 40). Raises ValueError when a square has nothing that covers it."""
+    return hs.greedy(_problem(p))
 
 
 def symmetry_rows(rows: int, cols: int) -> list[tuple[list[int], list[int]]]:
-    """Symmetry-breaking rows as pairs (more, fewer): Σ x over `more` >= Σ x over `fewer`.
-    The top half of the board holds at least as many pieces as the bottom half, the left
-    half as the right; on a square board also the squares above the diagonal as those
-    below. Every solution has an image satisfying them all (mirror left-right, then
-    top-bottom if needed, then transpose if needed: the transpose carries the halves onto
-    each other), so the optimum is unchanged."""
-    squares = [(r, c) for r in range(rows) for c in range(cols)]
-    pick = lambda keep: [r * cols + c for r, c in squares if keep(r, c)]  # noqa: E731
-    found = [
-        (pick(lambda r, c: r < rows // 2), pick(lambda r, c: r >= rows - rows // 2)),
-        (pick(lambda r, c: c < cols // 2), pick(lambda r, c: c >= cols - cols // 2)),
-    ]
-    if rows == cols:
-        found.append((pick(lambda r, c: r < c), pick(lambda r, c: r > c)))
-    return found
+    """Symmetry-breaking rows as pairs (more, fewer), Σ x over `more` >= Σ x over
+    `fewer` (`_box.symmetry_rows` of the board): the top half holds at least as many
+    pieces as the bottom half, the left half as the right; on a square board also the
+    squares above the diagonal as those below. The optimum is unchanged."""
+    return _box.symmetry_rows((rows, cols))
 
 
 def symmetric_image(rows: int, cols: int, placed: Solution) -> Solution:
     """The image of `placed` under the board symmetry that makes it satisfy every row of
-    `symmetry_rows(rows, cols)`: mirrored left-right, then top-bottom, when the second
-    half holds more pieces, then transposed (square boards) when more lie below the
-    diagonal than above."""
-    cells = [divmod(s, cols) for s in placed]
-    if sum(c < cols // 2 for _, c in cells) < sum(c >= cols - cols // 2 for _, c in cells):
-        cells = [(r, cols - 1 - c) for r, c in cells]
-    if sum(r < rows // 2 for r, _ in cells) < sum(r >= rows - rows // 2 for r, _ in cells):
-        cells = [(rows - 1 - r, c) for r, c in cells]
-    if rows == cols and sum(r < c for r, c in cells) < sum(r > c for r, c in cells):
-        cells = [(c, r) for r, c in cells]
-    return tuple(sorted(r * cols + c for r, c in cells))
+    `symmetry_rows(rows, cols)` (`_box.symmetric_image`), sorted."""
+    return _box.symmetric_image((rows, cols), placed)
 
 
 def symmetries(p: Params) -> list[list[int]]:
     """The board's symmetries as square permutations (image[s] = the square s goes to):
     the identity, the two mirrors and the half turn (4), and on a square board also the
-    transpose, the anti-transpose and the quarter turns (8). Every piece's attacks are
-    preserved by them, so they map covers to covers of the same size (a group: what
-    `solvers.scip.count` needs to count covers up to symmetry, OEIS A006076)."""
-    r, c = p.rows, p.cols
-    maps = [
-        lambda i, j: (i, j),
-        lambda i, j: (r - 1 - i, j),
-        lambda i, j: (i, c - 1 - j),
-        lambda i, j: (r - 1 - i, c - 1 - j),
-    ]
-    if r == c:
-        maps += [
-            lambda i, j: (j, i),
-            lambda i, j: (c - 1 - j, i),
-            lambda i, j: (j, r - 1 - i),
-            lambda i, j: (c - 1 - j, r - 1 - i),
-        ]
-    return [[a * c + b for a, b in (f(i, j) for i in range(r) for j in range(c))] for f in maps]
+    transpose, the quarter turns and the anti-transpose (8; `_box.symmetries`). Every
+    piece's attacks are preserved by them, so they map covers to covers of the same size
+    (a group: what `solvers.scip.count` needs to count covers up to symmetry, A006076)."""
+    return _box.symmetries((p.rows, p.cols))
 
 
 def from_mip(p: Params, x: list[float]) -> Solution:
     """The occupied squares: columns at 1."""
-    return tuple(s for s, value in enumerate(x) if value > 0.5)
+    return hs.from_mip(x)
 
 
 def exhaustive(p: Params) -> tuple[float | None, Solution | None]:
-    """(fewest pieces, their squares) by a second, independent method: iterative
-    deepening over the number of pieces b = 1, 2, ...: take the first uncovered square
-    and try each square that covers it (in the independent variant, only squares no
-    placed piece attacks); no MIP. (None, None) when no square set works (total
-    variant with a square nobody attacks). Raises ValueError beyond 36 squares."""
-    squares = p.rows * p.cols
-    if squares > 36:
-        raise ValueError("exhaustive search is for boards of at most 36 squares")
-    cover = coverers(p)
-    if any(not c for c in cover):
-        return None, None
-    table = attacks(p.piece, p.rows, p.cols)
-    independent = p.variant == "independent"
-
-    def place(placed: frozenset[int], budget: int) -> frozenset[int] | None:
-        open_square = next((t for t in range(squares) if placed.isdisjoint(cover[t])), None)
-        if open_square is None:
-            return placed
-        if budget == 0:
-            return None
-        for s in cover[open_square]:
-            if independent and not placed.isdisjoint(table[s]):
-                continue
-            found = place(placed | {s}, budget - 1)
-            if found is not None:
-                return found
-        return None
-
-    for budget in range(1, squares + 1):
-        found = place(frozenset(), budget)
-        if found is not None:
-            return float(budget), tuple(sorted(found))
-    return None, None
-
-
-def orbits(solutions: list[Solution], group: list[list[int]]) -> int:
-    """How many of `solutions` (square sets) are distinct up to `group` (permutations):
-    the number of distinct least images min_g sorted(g(S))."""
-    return len({min(tuple(sorted(g[s] for s in sol)) for g in group) for sol in solutions})
+    """(fewest pieces, their squares) by a second, independent method
+    (`hitting_set.exhaustive`): iterative deepening over the number of pieces: take the
+    first uncovered square and try each square that covers it (in the independent
+    variant, only squares no placed piece attacks); no MIP. (None, None) when no square
+    set works (total variant with a square nobody attacks). Raises ValueError beyond 36
+    squares."""
+    return hs.exhaustive(_small(p))
 
 
 def exhaustive_count(p: Params) -> tuple[int, int]:
-    """(optimal solutions, inequivalent ones) by a second method, independent of SCIP
-    and of Burnside's lemma: the optimum from `exhaustive`, then every piece set of that
-    size that covers the board, each generated once (branch on the first uncovered
-    square: its k-th coverer is placed with its earlier coverers forbidden), and its
-    orbits under `symmetries` counted by least images. Raises ValueError beyond 36
-    squares or for the independent variant (not enumerated here)."""
+    """(optimal solutions, inequivalent ones up to `symmetries`) by a second method,
+    independent of SCIP and of Burnside's lemma (`hitting_set.exhaustive_count`). Raises
+    ValueError beyond 36 squares or for the independent variant (not enumerated here)."""
     if p.variant == "independent":
         raise ValueError("exhaustive_count does not enumerate the independent variant")
-    best, _ = exhaustive(p)
-    if best is None:
-        return 0, 0
-    cover = coverers(p)
-    squares = p.rows * p.cols
-    found: list[Solution] = []
-
-    def place(placed: frozenset[int], banned: frozenset[int], budget: int) -> None:
-        open_square = next((t for t in range(squares) if placed.isdisjoint(cover[t])), None)
-        if open_square is None:
-            found.append(tuple(sorted(placed)))
-            return
-        if budget == 0:
-            return
-        for s in cover[open_square]:
-            if s not in banned:
-                place(placed | {s}, banned, budget - 1)
-            banned = banned | {s}
-
-    place(frozenset(), frozenset(), int(best))
-    found = [sol for sol in found if len(sol) == best]
-    return len(found), orbits(found, symmetries(p))
+    return hs.exhaustive_count(_small(p), symmetries(p))
 
 
 def verify(p: Params, solution: Solution) -> int:
     """The number of pieces; raises InvalidSolution if a square is off the board or
     repeated, a square is left uncovered, or (independent) two pieces attack each other."""
-    squares = p.rows * p.cols
-    placed = set(solution)
-    if len(placed) != len(solution) or any(not 0 <= s < squares for s in solution):
-        raise InvalidSolution(f"squares must be distinct indices in 0..{squares - 1}")
-    for t, cover in enumerate(coverers(p)):
-        if placed.isdisjoint(cover):
-            raise InvalidSolution(f"square {t} is not covered ({p.variant})")
-    if p.variant == "independent":
-        table = attacks(p.piece, p.rows, p.cols)
-        for s in placed:
-            if not placed.isdisjoint(table[s]):
-                raise InvalidSolution(f"the piece on square {s} attacks another piece")
-    return len(placed)
+    return hs.verify(_problem(p), solution)
 
 
-def encode(solution: Solution) -> str:
-    """Comma-separated occupied squares, row-major, 0-based."""
-    return ",".join(map(str, solution))
-
-
-def decode(text: str) -> Solution:
-    """The inverse of `encode`."""
-    return tuple(int(t) for t in text.split(",")) if text else ()
+encode, decode = hs.encode, hs.decode
 
 
 def render(p: Params, solution: Solution) -> str:
@@ -468,25 +357,10 @@ def picture(p: Params, solution: Solution):
             ax.add_patch(Rectangle((c, r), 1, 1, facecolor=shade))
             if square in placed:
                 ax.add_patch(Circle((c + 0.5, r + 0.5), 0.36, facecolor="#222222"))
-                ax.text(
-                    c + 0.5,
-                    r + 0.5,
-                    SYMBOLS[p.piece],
-                    color="white",
-                    ha="center",
-                    va="center",
-                    fontsize=12,
-                    fontweight="bold",
-                )
+                text, style = SYMBOLS[p.piece], {"color": "white", "fontsize": 12}
+                style["fontweight"] = "bold"
             else:
                 hits = sum(square in table[s] for s in placed)
-                ax.text(
-                    c + 0.5,
-                    r + 0.5,
-                    str(hits),
-                    ha="center",
-                    va="center",
-                    fontsize=8,
-                    color="red" if hits == 0 else "black",
-                )
+                text, style = str(hits), {"fontsize": 8, "color": "black" if hits else "red"}
+            ax.text(c + 0.5, r + 0.5, text, ha="center", va="center", **style)
     return figure

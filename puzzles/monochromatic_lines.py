@@ -252,36 +252,46 @@ def from_mip(p: Params, x: list[float]) -> Solution:
     return tuple(max(range(c), key=lambda j: x[i * c + j]) for i in range(p.n**p.d))
 
 
-def exhaustive(p: Params) -> tuple[float | None, Solution | None]:
-    """(fewest monochromatic lines, a colouring) by a second, independent method:
-    depth-first branch and bound over the cells in row-major order, where a line is
-    counted when its last cell gets its colour; no MIP. Raises ValueError when
-    n^d > 16 (the enumeration is for small cubes)."""
+def _colourings(p: Params, limit: list[float]):
+    """Yield (cost, colouring) for every complete colouring of [n]^d with the right counts
+    whose number of monochromatic lines is at most limit[0]: depth-first over the cells
+    in row-major order, colours in increasing order, a line counted when its last cell
+    gets its colour and a branch cut as soon as its count exceeds limit[0]. `limit` is a
+    one-element list the consumer may lower between yields (branch and bound)."""
     cells = p.n**p.d
-    if cells > 16:
-        raise ValueError("exhaustive enumeration is for n^d <= 16")
     closing: list[list[tuple[int, ...]]] = [[] for _ in range(cells)]
     for line in lines(p.n, p.d):
         closing[max(line)].append(line)
-    left = list(p.counts)
-    colours = [0] * cells
-    best: list = [math.inf, None]
+    left, colours = list(p.counts), [0] * cells
 
-    def place(cell: int, cost: int) -> None:
-        if cost >= best[0]:
+    def place(cell: int, cost: int):
+        if cost > limit[0]:
             return
         if cell == cells:
-            best[:] = [cost, tuple(colours)]
+            yield cost, tuple(colours)
             return
         for colour in range(len(left)):
             if left[colour]:
                 left[colour] -= 1
                 colours[cell] = colour
                 extra = sum(all(colours[i] == colour for i in line) for line in closing[cell])
-                place(cell + 1, cost + extra)
+                yield from place(cell + 1, cost + extra)
                 left[colour] += 1
 
-    place(0, 0)
+    yield from place(0, 0)
+
+
+def exhaustive(p: Params) -> tuple[float | None, Solution | None]:
+    """(fewest monochromatic lines, a colouring) by a second, independent method:
+    depth-first branch and bound over the cells in row-major order (`_colourings`, its
+    limit lowered below each colouring found), where a line is counted when its last
+    cell gets its colour; no MIP. Raises ValueError when n^d > 16 (the enumeration is
+    for small cubes)."""
+    if p.n**p.d > 16:
+        raise ValueError("exhaustive enumeration is for n^d <= 16")
+    limit, best = [math.inf], (math.inf, None)
+    for cost, colours in _colourings(p, limit):
+        best, limit[0] = (cost, colours), cost - 1
     return float(best[0]), best[1]
 
 
@@ -289,31 +299,11 @@ def exhaustive_count(p: Params) -> tuple[int, int]:
     """(optimal colourings, inequivalent ones up to the cube's symmetries) by a second
     method, independent of SCIP and of Burnside's lemma: the optimum from `exhaustive`,
     then every colouring with the right counts and that many monochromatic lines
-    (depth-first, pruned when the lines closed so far exceed it), and its orbits under
-    `cube_symmetries` counted by least images. Raises ValueError when n^d > 16."""
+    (`_colourings` with that limit), and its orbits under `cube_symmetries` counted by
+    least images. Raises ValueError when n^d > 16."""
     best, _ = exhaustive(p)
     cells = p.n**p.d
-    closing: list[list[tuple[int, ...]]] = [[] for _ in range(cells)]
-    for line in lines(p.n, p.d):
-        closing[max(line)].append(line)
-    left, colours, found = list(p.counts), [0] * cells, []
-
-    def place(cell: int, cost: int) -> None:
-        if cost > best:
-            return
-        if cell == cells:
-            if cost == best:
-                found.append(tuple(colours))
-            return
-        for colour in range(len(left)):
-            if left[colour]:
-                left[colour] -= 1
-                colours[cell] = colour
-                extra = sum(all(colours[i] == colour for i in line) for line in closing[cell])
-                place(cell + 1, cost + extra)
-                left[colour] += 1
-
-    place(0, 0)
+    found = [colours for cost, colours in _colourings(p, [best]) if cost == best]
     group = cube_symmetries(p.n, p.d)
     least = {min(tuple(sol[g.index(i)] for i in range(cells)) for g in group) for sol in found}
     return len(found), len(least)
@@ -363,7 +353,7 @@ def picture(p: Params, solution: Solution):
     """A matplotlib Figure of the cube as its 2-D slices (rows × columns; for d = 4 one
     panel per value of the first two coordinates), a disc per ball in its colour, and a
     black ring on every cell of a monochromatic line; the title gives the count."""
-    from puzzlesweep.puzzles._draw import colour, panels
+    from puzzlesweep.puzzles._draw import colour, slice_panels
 
     n, d = p.n, p.d
     mono = set()
@@ -373,14 +363,10 @@ def picture(p: Params, solution: Solution):
     width = n
     height = n if d >= 2 else 1
     count = max(1, len(solution) // (width * height))
-    figure, axes = panels(
-        count, f"{verify(p, solution)} monochromatic lines in {n}^{d}, counts {p.counts}"
-    )
+    title = f"{verify(p, solution)} monochromatic lines in {n}^{d}, counts {p.counts}"
+    label = (lambda s: f"slice {s}") if d == 3 else (lambda s: f"slice {divmod(s, n)}")
+    figure, axes = slice_panels(count, height, width, title, label)
     for s, ax in enumerate(axes):
-        ax.set_xlim(-0.6, width - 0.4)
-        ax.set_ylim(height - 0.4, -0.6)
-        if count > 1:
-            ax.set_title(f"slice {s}" if d == 3 else f"slice {divmod(s, n)}", fontsize=9)
         for r in range(height):
             for c in range(width):
                 i = s * width * height + r * width + c

@@ -1,17 +1,17 @@
 """No k in a row: remove the fewest stones from a full box so no k remain in a line.
 
-Source: seed `001_0301460f94071f88.txt` (k = 5: 6×7 → 8, 13×17 → 44 with 556 windows,
-6×7×6 with 524 windows open between 54 and 64; here 56..63, the 63 found by `make demo`
-and kept in tests/test_families.py, the 56 SCIP's dual bound after 120 s, issue 12,
-benchmarks/README.md); for k = 3 on n×n boards, OEIS A181018 gives the most stones kept
-(9×9: 42 kept, 39 removed, proven by SCIP in a slow test).
+Sources: the five-in-a-row removal problem (k = 5: 6×7 → 8, 13×17 → 44 with 556
+windows; 6×7×6 with 524 windows is open here between 56, SCIP's dual bound after 120 s,
+and 63, the removal kept in tests/test_families.py; benchmarks/README.md); for k = 3 on
+n×n boards, OEIS A181018 gives the most stones kept (9×9: 42 kept, 39 removed, proven by
+SCIP in a slow test).
 
 Vocabulary (cells row-major, 0-based):
 - box: dimensions (d_1, ..., d_D); every cell starts with a stone.
 - direction: a non-zero vector in {-1, 0, 1}^D, one of each ± pair: (3^D - 1) / 2 of them
   (4 in 2-D, 13 in 3-D), i.e. axes, plane diagonals and space diagonals.
 - window: k consecutive cells along one direction; the removed stones must hit every
-  window (a minimum hitting set).
+  window (a minimum hitting set, `puzzles.hitting_set`, whose sets are the windows).
 - solution: the sorted row-major indices of the removed stones; encoded in the catalog
   as comma-separated integers ("3,10,17").
 
@@ -24,7 +24,7 @@ Start: `model` hands HiGHS the best periodic removal pattern (`start_solution`: 
 the cells with a·x ≡ c mod k, repaired greedily where a window is missed, pruned, and
 checked by `verify`): optimal at once on 2-D boards with k = 5 (6×7 → 8, 13×17 → 44),
 68 on 6×7×6, where `start_solution(p, SEARCH_MOVES)` (a seeded local search, 5-27 s)
-reaches the seed's 64 deterministically; HiGHS alone held 65 after 60 s.
+reaches 64 deterministically; HiGHS alone held 65 after 60 s.
 
 Symmetry: permuting the axes of a box, or dropping a side of length 1 (no window of
 k >= 2 runs along it), gives the same windows, so `canonical(p)` sorts the sides of
@@ -44,13 +44,15 @@ of the optimum, so they cut nothing off).
 import itertools
 import math
 from functools import lru_cache
+from types import MappingProxyType
 
 import numpy as np
 from pydantic import field_validator, model_validator
 
-from puzzlesweep.core import InvalidSolution
 from puzzlesweep.core import Params as _Params
-from puzzlesweep.solvers.highs import MipModel
+from puzzlesweep.puzzles import _box
+from puzzlesweep.puzzles import hitting_set as hs
+from puzzlesweep.solvers.mip import MipModel
 
 NAME = "no_k_in_row"
 SOLVERS = ("auto", "highs", "scip")
@@ -102,7 +104,10 @@ class Params(_Params):
 #: was proven optimal by this module's own MIP with HiGHS (the smaller ones re-proven in
 #: tests/test_families.py, 5×5×7 in the slow tests), using only cuts of strictly smaller
 #: boxes, so the chain of proofs is sound.
-SUBBOX_OPTIMA = {(5, (5, 5, 5)): 28, (5, (5, 5, 6)): 34, (5, (5, 5, 7)): 40}
+SUBBOX_OPTIMA = MappingProxyType({(5, (5, 5, 5)): 28, (5, (5, 5, 6)): 34, (5, (5, 5, 7)): 40})
+
+#: The box size from which `auto` picks SCIP.
+AUTO_SCIP_CELLS = 36
 
 
 def auto_solver(p: Params) -> str:
@@ -112,10 +117,6 @@ def auto_solver(p: Params) -> str:
     k = 3, within noise; 6×7×6's bound at 120 s: benchmarks/README.md), HiGHS below (both
     take hundredths of a second there)."""
     return "scip" if math.prod(p.dims) >= AUTO_SCIP_CELLS else "highs"
-
-
-#: The box size from which `auto` picks SCIP.
-AUTO_SCIP_CELLS = 36
 
 
 def expand(point: dict) -> list[dict]:
@@ -136,17 +137,7 @@ def canonical(p: Params) -> Params:
 
 def from_canonical(p: Params, solution: Solution) -> Solution:
     """Removed cells of `canonical(p)` carried back to p's axes (row-major indices)."""
-    axes = _axes(p.dims)
-    small = [p.dims[axis] for axis in axes]
-    strides = [math.prod(p.dims[i + 1 :]) for i in range(len(p.dims))]
-    cells = []
-    for index in solution:
-        original = 0
-        for j in range(len(small) - 1, -1, -1):
-            index, coordinate = divmod(index, small[j])
-            original += coordinate * strides[axes[j]]
-        cells.append(original)
-    return tuple(sorted(cells))
+    return _box.carry_back(tuple(p.dims), _axes(p.dims), solution)
 
 
 def directions(dimension: int) -> list[tuple[int, ...]]:
@@ -161,55 +152,56 @@ def directions(dimension: int) -> list[tuple[int, ...]]:
 @lru_cache(maxsize=64)
 def windows(dims: tuple[int, ...], k: int) -> tuple[Window, ...]:
     """Every window of k cells in the box, as row-major index tuples."""
-    strides = [math.prod(dims[i + 1 :]) for i in range(len(dims))]
+    strides = _box.strides(dims)
     found = []
     for v in directions(len(dims)):
-        step = sum(x * s for x, s in zip(v, strides, strict=True))
+        step = _box.index(v, strides)
         # a start cell is valid when the whole window stays inside the box
         ranges = [
             range(0, n - (k - 1)) if x > 0 else range(k - 1, n) if x < 0 else range(n)
             for x, n in zip(v, dims, strict=True)
         ]
         for start in itertools.product(*ranges):
-            first = sum(a * s for a, s in zip(start, strides, strict=True))
+            first = _box.index(start, strides)
             found.append(tuple(first + t * step for t in range(k)))
     return tuple(found)
+
+
+@lru_cache(maxsize=64)
+def problem(dims: tuple[int, ...], k: int) -> hs.HittingSet:
+    """The box as a `hitting_set.HittingSet`: its cells, and its windows as the sets."""
+    return hs.HittingSet(
+        math.prod(dims),
+        windows(dims, k),
+        elements="removed cells",
+        unhit=f"{k} stones remain in a row at cells {{members}}",
+    )
 
 
 def model(
     p: Params, *, start: bool = True, moves: int = 0, symmetry: bool = False, cuts: bool = True
 ) -> MipModel:
-    """The hitting-set MIP of the module docstring; column i is cell i. With `start`, the
-    incumbent of `start_solution(p, moves)` (checked by `verify`) is handed to HiGHS
-    (none beyond START_MAX_CELLS cells); with `symmetry`, the rows of `symmetry_rows` are
-    added (off by default: measured, HiGHS's own symmetry handling serves as well; see
-    benchmarks/README.md); `cuts=False` leaves out the sub-box cuts (the plain textbook
-    model, for benchmarks)."""
-    cells = math.prod(p.dims)
-    m = MipModel([], [], [], [])
-    m.add_columns(cells, 1.0, 0.0, 1.0, True)
-    for window in windows(tuple(p.dims), p.k):
-        m.add_row(list(window), [1.0] * p.k, 1.0, math.inf)
-    for cells_in_box, h in subbox_cuts(tuple(p.dims), p.k) if cuts else []:
-        m.add_row(cells_in_box, [1.0] * len(cells_in_box), h, math.inf)
-    if symmetry:
-        for more, fewer in symmetry_rows(tuple(p.dims)):
-            m.add_row(more + fewer, [1.0] * len(more) + [-1.0] * len(fewer), 0.0, math.inf)
-    if start and cells <= START_MAX_CELLS:
+    """The hitting-set MIP of the module docstring (`hitting_set.model`); column i is
+    cell i. With `start`, the incumbent of `start_solution(p, moves)` (checked by
+    `verify`) is handed to HiGHS (none beyond START_MAX_CELLS cells); with `symmetry`,
+    the rows of `symmetry_rows` are added (off by default: measured, HiGHS's own
+    symmetry handling serves as well; see benchmarks/README.md); `cuts=False` leaves out
+    the sub-box cuts (the plain textbook model, for benchmarks)."""
+    dims = tuple(p.dims)
+    rows = [hs.at_least(cells, h) for cells, h in subbox_cuts(dims, p.k)] if cuts else []
+    rows += [hs.balance(*pair) for pair in symmetry_rows(dims)] if symmetry else []
+    removed = None
+    if start and math.prod(dims) <= START_MAX_CELLS:
         removed = start_solution(p, moves)
         if symmetry:  # HiGHS silently drops a start that breaks a row
-            removed = symmetric_image(tuple(p.dims), removed)
-        verify(p, removed)  # a wrong start must never reach the solver
-        m.start = [0.0] * cells
-        for i in removed:
-            m.start[i] = 1.0
-    return m
+            removed = symmetric_image(dims, removed)
+    return hs.model(problem(dims, p.k), rows, removed)
 
 
 def subbox_cuts(dims: tuple[int, ...], k: int) -> list[tuple[list[int], int]]:
     """(cells of a strict sub-box, its proven optimum) for every placement, in every axis
     order, of every box of `SUBBOX_OPTIMA` with the same k and dimension that fits."""
-    strides = [math.prod(dims[i + 1 :]) for i in range(len(dims))]
+    strides = _box.strides(dims)
     cuts = []
     for (kk, shape), h in SUBBOX_OPTIMA.items():
         if kk != k or len(shape) != len(dims):
@@ -227,62 +219,10 @@ def subbox_cuts(dims: tuple[int, ...], k: int) -> list[tuple[list[int], int]]:
     return cuts
 
 
-def _cell_windows(table: np.ndarray, cells: int) -> list[np.ndarray]:
-    """For each cell, the indices of the windows (rows of `table`, windows × k) through it."""
-    owners = np.repeat(np.arange(len(table)), table.shape[1])
-    order = np.argsort(table.ravel(), kind="stable")
-    bounds = np.searchsorted(table.ravel()[order], np.arange(cells + 1))
-    return [owners[order[a:b]] for a, b in itertools.pairwise(bounds)]
-
-
-class _Removal:
-    """A removal set being repaired: `removed` (a boolean per cell) and `hits` (removed
-    cells per window of `table`), kept consistent by `add` and `put_back`."""
-
-    def __init__(self, table: np.ndarray, through: list[np.ndarray], removed: np.ndarray):
-        self.table, self.through = table, through
-        self.removed = removed.copy()
-        self.hits = self.removed[table].sum(axis=1)
-
-    def add(self, cell: int) -> None:
-        """Remove the stone on `cell`."""
-        self.removed[cell] = True
-        self.hits[self.through[cell]] += 1
-
-    def put_back(self, cell: int) -> None:
-        """Put the stone on `cell` back."""
-        self.removed[cell] = False
-        self.hits[self.through[cell]] -= 1
-
-    def repair(self, whole: np.ndarray, rng=None, avoid=()) -> list[int]:
-        """Hit the windows `whole` (indices) greedily: remove the stone, among those of
-        the windows still whole, that lies in most of them (one of `avoid` only when a
-        window has no other; ties broken by `rng`, else the lowest index); returns the
-        cells removed."""
-        added = []
-        while len(whole := whole[self.hits[whole] == 0]):
-            cells, counts = np.unique(self.table[whole], return_counts=True)
-            score = counts.astype(float)
-            score[np.isin(cells, avoid)] = 0.0
-            if rng is not None:
-                score += 0.5 * rng.random(len(score))
-            added.append(int(cells[np.argmax(score)]))
-            self.add(added[-1])
-        return added
-
-    def prune(self, candidates, rng=None) -> None:
-        """Put back, in turn (shuffled by `rng`, else from the highest), every removed
-        stone of `candidates` whose windows are all hit twice."""
-        candidates = np.unique([c for c in candidates if self.removed[c]])
-        for cell in rng.permutation(candidates) if rng is not None else candidates[::-1]:
-            if (self.hits[self.through[cell]] >= 2).all():
-                self.put_back(int(cell))
-
-
 #: `start_solution` is skipped beyond this many cells (its greedy repair grows with the
-#: box). SEARCH_MOVES: the local search that takes 6×7×6 from 68 to 64 removals (the
-#: seed's incumbent) within its first 2,620 moves; 4,000 moves took 5-12 s on the shared
-#: 2-core machine, too long for every model, so `model` asks for none unless told.
+#: box). SEARCH_MOVES: the local search that takes 6×7×6 from 68 to 64 removals within
+#: its first 2,620 moves; 4,000 moves took 5-12 s on the shared 2-core machine, too long
+#: for every model, so `model` asks for none unless told.
 #: START_FORMS: at most this many linear forms are tried (there are (k-1)^(D-1)).
 START_MAX_CELLS, START_FORMS, SEARCH_MOVES = 5000, 64, 4000
 
@@ -292,187 +232,75 @@ def start_solution(p: Params, moves: int = 0) -> Solution:
 
     The periodic patterns: remove the cells x with a·x ≡ c (mod k), for every linear
     form a with a_1 = 1 and 1 <= a_i < k (the first START_FORMS in lexicographic order)
-    and every residue c. Such a pattern hits the
-    window through x along v exactly when a·v ≢ 0 (mod k) (k prime), which holds for
-    every 2-D direction with k = 5 and a = (1, 2): cells/k removals, the optimum on 6×7
-    (8) and 13×17 (44). When some pattern hits every window, the smallest such (pruned)
-    is returned. Otherwise (every 3-D box with k = 5: a_1 ± a_3 or a_1 ± a_2 ± a_3
-    vanishes mod 5 for some direction; 2-D with k = 3) each pattern is repaired
-    greedily and pruned (`_Removal`), and the smallest kept: 68 on 6×7×6, 29 on 5×5×5
-    (optimum 28). Then `moves` moves of a seeded, deterministic local search
-    (`_local_search`); SEARCH_MOVES reach 64 on 6×7×6."""
+    and every residue c. Such a pattern hits the window through x along v exactly when
+    a·v ≢ 0 (mod k) (k prime), which holds for every 2-D direction with k = 5 and
+    a = (1, 2): cells/k removals, the optimum on 6×7 (8) and 13×17 (44). When some
+    pattern hits every window, the smallest such (pruned) is returned. Otherwise (every
+    3-D box with k = 5: a_1 ± a_3 or a_1 ± a_2 ± a_3 vanishes mod 5 for some direction;
+    2-D with k = 3) each pattern is repaired greedily and pruned (`hitting_set.Hits`),
+    and the smallest kept: 68 on 6×7×6, 29 on 5×5×5 (optimum 28). Then `moves` moves of
+    a seeded, deterministic local search (`hitting_set.improve`); SEARCH_MOVES reach 64
+    on 6×7×6."""
     dims, k = tuple(p.dims), p.k
-    table = np.array(windows(dims, k), dtype=np.int64)
-    cells = math.prod(dims)
-    through = _cell_windows(table, cells)
+    box = problem(dims, k)
+    table = box.table
     coords = np.array(list(itertools.product(*map(range, dims))), dtype=np.int64)
     forms = itertools.islice(itertools.product(range(1, k), repeat=len(dims) - 1), START_FORMS)
     patterns = [(coords @ np.array((1, *form))) % k == c for form in forms for c in range(k)]
     hitting = [x for x in patterns if x[table].any(axis=1).all()]
     best = None
     for pattern in hitting or patterns:
-        state = _Removal(table, through, pattern)
+        state = hs.Hits(box, pattern)
         state.repair(np.arange(len(table)))
-        state.prune(np.flatnonzero(state.removed))
-        if best is None or state.removed.sum() < best.removed.sum():
+        state.prune(np.flatnonzero(state.chosen)[::-1])
+        if best is None or state.chosen.sum() < best.chosen.sum():
             best = state
     if moves:
-        _local_search(best, moves)
-    return tuple(int(i) for i in np.flatnonzero(best.removed))
+        hs.improve(best, moves)
+    return best.elements()
 
 
-def _local_search(state: _Removal, moves: int, seed: int = 0) -> None:
-    """Improve `state` in place by `moves` moves of: put back two removed
-    stones (chosen by a generator seeded with `seed`), repair the windows they open
-    without them, prune the stones that share a window with the new removals; a move is
-    kept when it removes no more stones, undone otherwise. Ends on the best set seen."""
-    rng = np.random.default_rng(seed)
-    best = state.removed.copy()
-    for _ in range(moves):
-        if state.removed.sum() < 2:
-            break
-        before, hits, size = state.removed.copy(), state.hits.copy(), state.removed.sum()
-        back = rng.choice(np.flatnonzero(state.removed), size=2, replace=False)
-        for cell in back:
-            state.put_back(int(cell))
-        added = state.repair(np.concatenate([state.through[c] for c in back]), rng, back)
-        near = {int(c) for a in added for c in state.table[state.through[a]].ravel()}
-        state.prune(sorted(near - set(added)), rng)
-        if state.removed.sum() > size:
-            state.removed, state.hits = before, hits
-        elif state.removed.sum() < best.sum():
-            best = state.removed.copy()
-    state.removed = best
-    state.hits = best[state.table].sum(axis=1)
-
-
-def symmetry_rows(dims: tuple[int, ...]) -> list[tuple[list[int], list[int]]]:
-    """Symmetry-breaking rows as pairs (more, fewer): Σ x over `more` >= Σ x over `fewer`.
-
-    For each axis, the first half of the box (coordinate < side // 2) removes at least as
-    many stones as the mirror half; for the first pair of equal sides i < j, the cells
-    with x_i < x_j at least as many as those with x_i > x_j. Every solution has an image
-    under the box's reflections and that swap satisfying them all (reflect each axis
-    whose halves are the wrong way round, then swap axes i and j if the diagonal row asks:
-    the swap carries the halves of i and j onto each other), so the optimum is unchanged.
-    (With three equal sides, rows for every pair could form a cycle no image satisfies.)"""
-    coords = list(itertools.product(*map(range, dims)))
-    rows = []
-    for axis, side in enumerate(dims):
-        low = [i for i, x in enumerate(coords) if x[axis] < side // 2]
-        high = [i for i, x in enumerate(coords) if x[axis] >= side - side // 2]
-        rows.append((low, high))
-    pairs = [(i, j) for i, j in itertools.combinations(range(len(dims)), 2) if dims[i] == dims[j]]
-    for i, j in pairs[:1]:
-        rows.append(
-            (
-                [c for c, x in enumerate(coords) if x[i] < x[j]],
-                [c for c, x in enumerate(coords) if x[i] > x[j]],
-            )
-        )
-    return rows
-
-
-def symmetric_image(dims: tuple[int, ...], removed: Solution) -> Solution:
-    """The image of `removed` under the box symmetry that makes it satisfy every row of
-    `symmetry_rows(dims)`: each axis reflected when its high half holds more removed
-    cells, then the first pair of equal sides swapped when the diagonal row asks."""
-    coords = np.array(list(itertools.product(*map(range, dims))), dtype=np.int64)
-    mine = coords[list(removed)]
-    for axis, side in enumerate(dims):
-        if (mine[:, axis] < side // 2).sum() < (mine[:, axis] >= side - side // 2).sum():
-            mine[:, axis] = side - 1 - mine[:, axis]
-    pairs = [(i, j) for i, j in itertools.combinations(range(len(dims)), 2) if dims[i] == dims[j]]
-    for i, j in pairs[:1]:
-        if (mine[:, i] < mine[:, j]).sum() < (mine[:, i] > mine[:, j]).sum():
-            mine[:, [i, j]] = mine[:, [j, i]]
-    strides = np.array([math.prod(dims[a + 1 :]) for a in range(len(dims))], dtype=np.int64)
-    return tuple(sorted(int(i) for i in mine @ strides))
+#: Symmetry-breaking rows (more, fewer) of the box, Σ x over `more` >= Σ x over
+#: `fewer`: half-counts under each reflection, the diagonal of the first pair of equal
+#: sides (`_box.symmetry_rows`); and the image of a removal set that satisfies them all.
+symmetry_rows, symmetric_image = _box.symmetry_rows, _box.symmetric_image
 
 
 def from_mip(p: Params, x: list[float]) -> Solution:
     """The removed cells: columns at 1."""
-    return tuple(i for i, value in enumerate(x) if value > 0.5)
+    return hs.from_mip(x)
+
+
+def _small(p: Params) -> hs.HittingSet:
+    """`problem` of p for the exhaustive methods; raises ValueError beyond 24 cells
+    (measured: 6×4 with k = 2, 18 removals, 2.6 s; 3×3×3 with k = 2 took 11 s)."""
+    if math.prod(p.dims) > 24:
+        raise ValueError("exhaustive search is for boxes of at most 24 cells")
+    return problem(tuple(p.dims), p.k)
 
 
 def exhaustive(p: Params) -> tuple[float | None, Solution | None]:
-    """(fewest removals, removed cells) by a second, independent method: iterative
-    deepening over the budget b = 0, 1, ...: pick the first window left whole and try
-    removing each of its k cells; no MIP, no cuts. Raises ValueError beyond 24 cells
-    (measured: 6×4 with k = 2, 18 removals, 2.6 s; 3×3×3 with k = 2 took 11 s)."""
-    cells = math.prod(p.dims)
-    if cells > 24:
-        raise ValueError("exhaustive search is for boxes of at most 24 cells")
-    every = windows(tuple(p.dims), p.k)
-
-    def hit(removed: frozenset[int], budget: int) -> frozenset[int] | None:
-        whole = next((w for w in every if removed.isdisjoint(w)), None)
-        if whole is None:
-            return removed
-        if budget == 0:
-            return None
-        for cell in whole:
-            found = hit(removed | {cell}, budget - 1)
-            if found is not None:
-                return found
-        return None
-
-    for budget in range(cells + 1):
-        found = hit(frozenset(), budget)
-        if found is not None:
-            return float(budget), tuple(sorted(found))
-    return None, None  # unreachable: removing every stone hits every window
+    """(fewest removals, removed cells) by a second, independent method
+    (`hitting_set.exhaustive`): iterative deepening over the budget b = 0, 1, ...: pick
+    the first window left whole and try removing each of its k cells; no MIP, no cuts.
+    Raises ValueError beyond 24 cells."""
+    return hs.exhaustive(_small(p))
 
 
 def exhaustive_count(p: Params) -> tuple[int, int]:
     """(optimal removal sets, inequivalent ones up to `symmetries`) by a second method,
-    independent of SCIP and of Burnside's lemma: the optimum from `exhaustive`, then
-    every removal set of that size that hits every window, each generated once (branch
-    on the first whole window: its i-th cell is removed with its earlier cells kept),
-    and its orbits counted by least images. Raises ValueError beyond 24 cells."""
-    best, _ = exhaustive(p)
-    every = windows(tuple(p.dims), p.k)
-    found: list[Solution] = []
-
-    def hit(removed: frozenset[int], kept: frozenset[int], budget: int) -> None:
-        whole = next((w for w in every if removed.isdisjoint(w)), None)
-        if whole is None:
-            found.append(tuple(sorted(removed)))
-            return
-        if budget == 0:
-            return
-        for cell in whole:
-            if cell not in kept:
-                hit(removed | {cell}, kept, budget - 1)
-            kept = kept | {cell}
-
-    hit(frozenset(), frozenset(), int(best))
-    group = symmetries(p)
-    inequivalent = {min(tuple(sorted(g[c] for c in sol)) for g in group) for sol in found}
-    return len(found), len(inequivalent)
+    independent of SCIP and of Burnside's lemma (`hitting_set.exhaustive_count`). Raises
+    ValueError beyond 24 cells."""
+    return hs.exhaustive_count(_small(p), symmetries(p))
 
 
 def verify(p: Params, solution: Solution) -> int:
     """The number of removed stones; raises InvalidSolution if a cell is out of the box,
     repeated, or some window of k stones is left whole."""
-    cells = math.prod(p.dims)
-    removed = set(solution)
-    if len(removed) != len(solution) or any(not 0 <= i < cells for i in solution):
-        raise InvalidSolution(f"removed cells must be distinct indices in 0..{cells - 1}")
-    for window in windows(tuple(p.dims), p.k):
-        if removed.isdisjoint(window):
-            raise InvalidSolution(f"{p.k} stones remain in a row at cells {window}")
-    return len(removed)
+    return hs.verify(problem(tuple(p.dims), p.k), solution)
 
 
-def encode(solution: Solution) -> str:
-    """Comma-separated removed cell indices, row-major, 0-based."""
-    return ",".join(map(str, solution))
-
-
-def decode(text: str) -> Solution:
-    """The inverse of `encode`."""
-    return tuple(int(t) for t in text.split(",")) if text else ()
+encode, decode = hs.encode, hs.decode
 
 
 def render(p: Params, solution: Solution) -> str:
@@ -494,19 +322,13 @@ def picture(p: Params, solution: Solution):
     """A matplotlib Figure of the box as 2-D slices (rows × columns, one panel per value
     of the outer coordinates): a black stone where one is kept, a red cross where one was
     removed; the title gives the count."""
-    from puzzlesweep.puzzles._draw import panels
+    from puzzlesweep.puzzles._draw import slice_panels
 
     removed = set(solution)
     *outer, rows, cols = [1] * (2 - len(p.dims)) + list(p.dims)
-    count = math.prod(outer)
-    figure, axes = panels(
-        count, f"{len(removed)} stones removed from {'×'.join(map(str, p.dims))}, k = {p.k}"
-    )
+    title = f"{len(removed)} stones removed from {'×'.join(map(str, p.dims))}, k = {p.k}"
+    figure, axes = slice_panels(math.prod(outer), rows, cols, title)
     for s, ax in enumerate(axes):
-        ax.set_xlim(-0.6, cols - 0.4)
-        ax.set_ylim(rows - 0.4, -0.6)
-        if count > 1:
-            ax.set_title(f"slice {s}", fontsize=9)
         kept = [(c, r) for r in range(rows) for c in range(cols)]
         gone = [(c, r) for c, r in kept if s * rows * cols + r * cols + c in removed]
         kept = [xy for xy in kept if xy not in set(gone)]
@@ -517,43 +339,16 @@ def picture(p: Params, solution: Solution):
     return figure
 
 
-def box_symmetries(dims: tuple[int, ...]) -> list[list[int]]:
-    """Every symmetry of the box as a cell permutation (image[cell] = its image cell):
-    a permutation of axes of equal length combined with reflections of any axes (16 for
-    6×7×6: 2 axis orders × 2^3 reflections), the identity included. Each maps windows to
-    windows (a direction vector to ± a direction vector), so it maps removal sets that
-    hit every window to such sets of the same size."""
-    strides = [math.prod(dims[i + 1 :]) for i in range(len(dims))]
-    found = []
-    for order in itertools.permutations(range(len(dims))):
-        if any(dims[a] != dims[b] for a, b in enumerate(order)):
-            continue
-        for flips in itertools.product((False, True), repeat=len(dims)):
-            image = []
-            for cell in itertools.product(*map(range, dims)):
-                moved = [cell[order[a]] for a in range(len(dims))]
-                moved = [
-                    dims[a] - 1 - c if f else c
-                    for a, (c, f) in enumerate(zip(moved, flips, strict=True))
-                ]
-                image.append(sum(c * s for c, s in zip(moved, strides, strict=True)))
-            found.append(image)
-    return found
+#: Every symmetry of the box as a cell permutation, the identity first (16 for 6×7×6:
+#: 2 axis orders × 2^3 reflections; `_box.symmetries`). Each maps windows to windows (a
+#: direction vector to ± a direction vector), so it maps removal sets that hit every
+#: window to such sets of the same size. `layer`: the cells of one layer across an axis.
+box_symmetries, layer = _box.symmetries, _box.layer
 
 
 def symmetries(p: Params) -> list[list[int]]:
     """`box_symmetries` of p's box: the group the counts of optima are taken up to."""
     return box_symmetries(tuple(p.dims))
-
-
-def layer(dims: tuple[int, ...], axis: int, index: int) -> list[int]:
-    """The row-major cells whose coordinate on `axis` is `index`."""
-    ranges = [range(index, index + 1) if a == axis else range(n) for a, n in enumerate(dims)]
-    strides = [math.prod(dims[i + 1 :]) for i in range(len(dims))]
-    return [
-        sum(c * s for c, s in zip(cell, strides, strict=True))
-        for cell in itertools.product(*ranges)
-    ]
 
 
 def layer_low(dims: tuple[int, ...], axis: int, k: int) -> int:
