@@ -52,7 +52,7 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Literal
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from puzzlesweep.core import Params as _Params
 from puzzlesweep.puzzles import _box
@@ -86,10 +86,16 @@ class Params(_Params):
     """piece: knight | king | queen | rook | bishop; rows, cols: board size (1..64);
     variant: dominating | total | independent."""
 
-    piece: Literal["knight", "king", "queen", "rook", "bishop"] = "knight"
-    rows: int
-    cols: int
-    variant: Literal["dominating", "total", "independent"] = "dominating"
+    piece: Literal["knight", "king", "queen", "rook", "bishop"] = Field(
+        "knight", description="the piece whose attacks cover the board"
+    )
+    rows: int = Field(description="board rows, 1..64")
+    cols: int = Field(description="board columns, 1..64")
+    variant: Literal["dominating", "total", "independent"] = Field(
+        "dominating",
+        description="dominating (occupied or attacked), total (attacked by another "
+        "piece), independent (no piece attacks another)",
+    )
 
     @field_validator("rows", "cols")
     @classmethod

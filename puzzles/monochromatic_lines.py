@@ -34,7 +34,7 @@ import itertools
 import math
 from functools import lru_cache
 
-from pydantic import field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from puzzlesweep.core import InvalidSolution
 from puzzlesweep.core import Params as _Params
@@ -52,12 +52,16 @@ Solution = tuple[int, ...]  # the colour of every cell, row-major
 
 
 class Params(_Params):
-    """n: side (>= 2); d: dimensions (>= 1); counts: balls of each colour (>= 2 colours,
-    each >= 0, summing to n^d)."""
+    """n: side (>= 2: on a side of 1 every coordinate is constant, so no cell set is a
+    line); d: dimensions (1..6); counts: balls of each colour (one or more colours, each
+    >= 0, summing to n^d). With one colour every line is monochromatic: the answer is
+    the number of lines, ((n+2)^d - n^d)/2."""
 
-    n: int
-    d: int
-    counts: list[int]
+    n: int = Field(description="the cube's side, >= 2")
+    d: int = Field(description="dimensions, 1..6")
+    counts: list[int] = Field(
+        description="balls of each colour, one or more colours, each >= 0, summing to n^d"
+    )
 
     @field_validator("n")
     @classmethod
@@ -73,11 +77,17 @@ class Params(_Params):
             raise ValueError("dimension d must be between 1 and 6")
         return d
 
+    @field_validator("counts", mode="before")
+    @classmethod
+    def _one_colour(cls, counts: object) -> object:
+        """`counts=27` on the command line is the one colour [27]."""
+        return [counts] if isinstance(counts, int) and not isinstance(counts, bool) else counts
+
     @field_validator("counts")
     @classmethod
     def _counts(cls, counts: list[int]) -> list[int]:
-        if len(counts) < 2 or min(counts) < 0:
-            raise ValueError("counts needs two or more colours, each count >= 0")
+        if not counts or min(counts) < 0:
+            raise ValueError("counts needs one or more colours, each count >= 0")
         return counts
 
     @model_validator(mode="after")

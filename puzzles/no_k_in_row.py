@@ -47,7 +47,7 @@ from functools import lru_cache
 from types import MappingProxyType
 
 import numpy as np
-from pydantic import field_validator, model_validator
+from pydantic import Field, field_validator
 
 from puzzlesweep.core import Params as _Params
 from puzzlesweep.puzzles import _box
@@ -66,10 +66,14 @@ Solution = tuple[int, ...]  # sorted indices of removed stones
 
 class Params(_Params):
     """dims: the box's side lengths (1 to 10 dimensions, each >= 1, at most 1,000,000
-    cells); k: the forbidden run length (>= 2, at most the largest side)."""
+    cells); k: the forbidden run length (>= 1). A box where no k cells are in a line
+    (k above every side) has no window: nothing needs removing, the answer is 0 (the
+    first terms of OEIS A181019, such as 1×2 with k = 3); k = 1 removes every stone."""
 
-    dims: list[int]
-    k: int
+    dims: list[int] = Field(
+        description="the box's sides, 1 to 10 of them, each >= 1, at most 1,000,000 cells"
+    )
+    k: int = Field(description="the run length no stones may form, >= 1")
 
     @field_validator("dims", mode="before")
     @classmethod
@@ -89,15 +93,9 @@ class Params(_Params):
     @field_validator("k")
     @classmethod
     def _k(cls, k: int) -> int:
-        if k < 2:
-            raise ValueError("k must be at least 2")
+        if k < 1:
+            raise ValueError("k must be at least 1")
         return k
-
-    @model_validator(mode="after")
-    def _k_fits(self) -> "Params":
-        if self.k > max(self.dims):
-            raise ValueError(f"k = {self.k} is larger than every dimension of {self.dims}")
-        return self
 
 
 #: Proven optima of small boxes, keyed by (k, sorted dims), used as sub-box cuts. Each
@@ -247,6 +245,7 @@ def start_solution(p: Params, moves: int = 0) -> Solution:
     coords = np.array(list(itertools.product(*map(range, dims))), dtype=np.int64)
     forms = itertools.islice(itertools.product(range(1, k), repeat=len(dims) - 1), START_FORMS)
     patterns = [(coords @ np.array((1, *form))) % k == c for form in forms for c in range(k)]
+    patterns = patterns or [np.ones(len(coords), dtype=bool)]  # k = 1: every cell
     hitting = [x for x in patterns if x[table].any(axis=1).all()]
     best = None
     for pattern in hitting or patterns:

@@ -57,7 +57,7 @@ def test_text_output_draws_the_solution():
     [
         (["sudoku", "n=3"], "unknown family 'sudoku'"),
         (["domination", "rows=8", "cols=8", "piece=dragon"], "piece"),
-        (["no_k_in_row", "dims=6,7", "k=9"], "k = 9 is larger than every dimension"),
+        (["no_k_in_row", "dims=6,7", "k=0"], "k must be at least 1"),
         (["monochromatic_lines", "n=3", "d=3", "counts=14,12"], "counts must sum to n^d = 27"),
         (["peg_solitaire", "side=5", "start=16"], "start hole 16 is not on T_5"),
         (["domination", "rows=8", "cols"], "'cols' is not of the form key=value"),

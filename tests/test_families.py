@@ -187,7 +187,7 @@ def test_catalog_encoding_round_trips_and_reverifies(family, raw):
     "family, raw, word",
     [
         ("monochromatic_lines", {"n": 3, "d": 3, "counts": [14, 12]}, "counts"),
-        ("no_k_in_row", {"dims": [6, 7], "k": 9}, "k = 9"),
+        ("no_k_in_row", {"dims": [6, 7], "k": 0}, "k must be at least 1"),
         ("domination", {"rows": 8, "cols": 8, "piece": "dragon"}, "piece"),
         ("peg_solitaire", {"side": 5, "start": 16}, "start hole 16"),
         ("peg_solitaire", {"side": 5, "start": 1, "colour": 2}, "colour"),

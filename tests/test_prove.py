@@ -171,7 +171,7 @@ def test_prove_refuses_bad_input_and_writes_nothing(tmp_path):
         ({"dims": [6, 7], "k": 5}, "0:x", 3, "must be integers"),
         ({"dims": [6, 7], "k": 5}, "0-1", 3, "must be AXIS:LAYER"),
         ({"dims": [6, 7], "k": 5}, "0:1", 0, "--width must be in 1..40"),
-        ({"dims": [6, 7], "k": 9}, "0:0", 3, "larger than every dimension"),
+        ({"dims": [6, 7], "k": 0}, "0:0", 3, "k must be at least 1"),
     ]:
         with pytest.raises(BadInput, match=message):
             build(Proof("no_k_in_row", params, text, width, Limits(1)))

@@ -109,3 +109,67 @@ def test_a_sweep_solves_each_canonical_instance_once(prefect_api, tmp_path):
     done = cli("catalog", "verify", "--catalog", str(results))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "29 solutions re-checked, 0 failed" in done.stdout
+
+
+# The first antidiagonals of OEIS A181019 (the most stones kept on an m×n board with no
+# three in a row along rows, columns or diagonals): 1×1 → 1, 1×2 → 2, 2×2 → 4, 1×3 → 2,
+# 2×3 → 4, 3×3 → 6, 3×4 → 7, 4×4 → 9, so the fewest removed are m·n minus those. On the
+# first three boards no window of 3 fits at all: the answer is 0, not an error. Beside
+# them the other families' smallest boards: one colour on 3×3 (every one of its 8 lines
+# is monochromatic), T_2 and T_3 (no solution), total domination of 1×1 (no solution).
+TRIVIAL = """
+name = "trivial"
+[[study]]
+family = "no_k_in_row"
+[study.grid]
+dims = [[1, 1], [1, 2], [2, 2], [1, 3], [2, 3], [3, 3], [3, 4], [4, 4]]
+k = 3
+
+[[study]]
+family = "monochromatic_lines"
+[study.grid]
+n = 3
+d = 2
+counts = [[9]]
+
+[[study]]
+family = "peg_solitaire"
+[study.grid]
+side = [2, 3]
+start = 1
+
+[[study]]
+family = "domination"
+[study.grid]
+rows = 1
+cols = 1
+variant = "total"
+"""
+
+
+def test_a_table_sweep_takes_every_trivial_board(prefect_api, tmp_path):
+    spec = tmp_path / "trivial.toml"
+    spec.write_text(TRIVIAL)
+    results = tmp_path / "results"
+    report = run_sweep(str(spec), str(results), workers=1)
+    assert (report["planned"], report["solved"], report["counts"].get("error", 0)) == (12, 12, 0)
+    _, rows = catalog.query(
+        results,
+        "SELECT dims, objective, verified FROM results WHERE family = 'no_k_in_row' "
+        "ORDER BY dims[1] * dims[2], dims[1]",
+    )
+    kept = {(1, 1): 1, (1, 2): 2, (2, 2): 4, (1, 3): 2, (2, 3): 4, (3, 3): 6, (3, 4): 7, (4, 4): 9}
+    assert {tuple(d): (o, v) for d, o, v in rows} == {
+        board: (float(board[0] * board[1] - n), True) for board, n in kept.items()
+    }
+    _, rows = catalog.query(
+        results,
+        "SELECT family, status, objective FROM results WHERE family <> 'no_k_in_row' "
+        "ORDER BY family, side",
+    )
+    assert rows == [
+        ("domination", "infeasible", None),
+        ("monochromatic_lines", "optimal", 8.0),
+        ("peg_solitaire", "infeasible", None),
+        ("peg_solitaire", "infeasible", None),
+    ]

@@ -109,6 +109,15 @@ def test_families_lists_every_parameter_from_the_models():
     piece = {p["name"]: p for p in described["domination"]["parameters"]}["piece"]
     assert piece["type"] == "knight | king | queen | rook | bishop"
     assert described["peg_solitaire"]["solvers"] == ["frontier"]
+    # every parameter says its range, as the validators that check it hold it
+    assert all(p["description"] for f in described.values() for p in f["parameters"])
+    ranges = {
+        (f, p["name"]): p["description"] for f, v in described.items() for p in v["parameters"]
+    }
+    assert "2..10" in ranges["peg_solitaire", "side"]
+    assert "1..64" in ranges["domination", "rows"]
+    assert "1..6" in ranges["monochromatic_lines", "d"]
+    assert ">= 1" in ranges["no_k_in_row", "k"]
     assert cli("families").stdout.count("(solvers: ") == 4
 
 
