@@ -344,36 +344,77 @@ def decode(text: str) -> Solution:
     return tuple(int(t) for t in (text.split(",") if "," in text else text))
 
 
+def monochromatic(p: Params, solution: Solution) -> list[tuple[int, tuple[int, ...]]]:
+    """The monochromatic lines of `solution`: (colour, its cells in line order, 0-based
+    row-major indices), in the order of `lines(n, d)`."""
+    return [
+        (solution[line[0]], line)
+        for line in lines(p.n, p.d)
+        if len({solution[i] for i in line}) == 1
+    ]
+
+
+def _named(p: Params, line: tuple[int, ...]) -> str:
+    """A line as people name it: its first and last cells as 0-based coordinates."""
+
+    def point(i: int) -> str:
+        digits = [(i // p.n**axis) % p.n for axis in reversed(range(p.d))]
+        return "(" + ",".join(map(str, digits)) + ")"
+
+    return f"{point(line[0])}-{point(line[-1])}"
+
+
+def details(p: Params, solution: Solution) -> dict:
+    """Extra `--json` fields: "monochromatic": [{"colour", "cells" (0-based row-major
+    indices), "line" (its end cells as 0-based coordinates)}], one per monochromatic
+    line."""
+    return {
+        "monochromatic": [
+            {"colour": c, "cells": list(line), "line": _named(p, line)}
+            for c, line in monochromatic(p, solution)
+        ]
+    }
+
+
 def render(p: Params, solution: Solution) -> str:
-    """The cube as its 2-D slices (rows × columns), colours as digits."""
+    """The cube as its 2-D slices (rows × columns), colours as digits, then each
+    monochromatic line by colour and by its end cells (0-based coordinates)."""
     n, d = p.n, p.d
     if d == 1:
-        return " ".join(map(str, solution))
-    size = n * n
-    slices = []
-    for s in range(len(solution) // size):
-        grid = solution[s * size : (s + 1) * size]
-        rows = [" ".join(map(str, grid[r * n : (r + 1) * n])) for r in range(n)]
-        title = f"slice {s}" if d > 2 else ""
-        slices.append("\n".join(([title] if title else []) + rows))
-    return "\n\n".join(slices)
+        text = " ".join(map(str, solution))
+    else:
+        size = n * n
+        slices = []
+        for s in range(len(solution) // size):
+            grid = solution[s * size : (s + 1) * size]
+            rows = [" ".join(map(str, grid[r * n : (r + 1) * n])) for r in range(n)]
+            title = f"slice {s}" if d > 2 else ""
+            slices.append("\n".join(([title] if title else []) + rows))
+        text = "\n\n".join(slices)
+    found = monochromatic(p, solution)
+    said = [f"monochromatic lines: {len(found)} (0-based coordinates)"]
+    said += [f"  colour {c}: {_named(p, line)}" for c, line in found]
+    return text + "\n\n" + "\n".join(said)
+
+
+#: The monochromatic lines a picture names in its caption; the rest are counted.
+CAPTION_LINES = 12
 
 
 def picture(p: Params, solution: Solution):
     """A matplotlib Figure of the cube as its 2-D slices (rows × columns; for d = 4 one
     panel per value of the first two coordinates), a disc per ball in its colour, and a
-    black ring on every cell of a monochromatic line; the title gives the count."""
+    black ring on every cell of a monochromatic line; the title gives the count and a
+    caption names the lines (the first CAPTION_LINES) by colour and end cells."""
     from puzzlesweep.puzzles._draw import colour, slice_panels
 
     n, d = p.n, p.d
-    mono = set()
-    for line in lines(n, d):
-        if len({solution[i] for i in line}) == 1:
-            mono.update(line)
+    found = monochromatic(p, solution)
+    mono = {i for _, line in found for i in line}
     width = n
     height = n if d >= 2 else 1
     count = max(1, len(solution) // (width * height))
-    title = f"{verify(p, solution)} monochromatic lines in {n}^{d}, counts {p.counts}"
+    title = f"{len(found)} monochromatic lines in {n}^{d}, counts {p.counts}"
     label = (lambda s: f"slice {s}") if d == 3 else (lambda s: f"slice {divmod(s, n)}")
     figure, axes = slice_panels(count, height, width, title, label)
     for s, ax in enumerate(axes):
@@ -381,6 +422,11 @@ def picture(p: Params, solution: Solution):
             for c in range(width):
                 i = s * width * height + r * width + c
                 ax.add_patch(_disc(c, r, colour(solution[i]), i in mono))
+    if found:
+        named = [f"colour {c}: {_named(p, line)}" for c, line in found[:CAPTION_LINES]]
+        if len(found) > CAPTION_LINES:
+            named.append(f"and {len(found) - CAPTION_LINES} more")
+        figure.text(0.5, 0.01, "; ".join(named), ha="center", va="bottom", fontsize=8, wrap=True)
     return figure
 
 

@@ -196,3 +196,21 @@ def test_catalog_encoding_round_trips_and_reverifies(family, raw):
 def test_bad_parameters_are_named(family, raw, word):
     with pytest.raises(BadInput, match=word):
         make_params(puzzles.get(family).Params, raw)
+
+
+def test_the_cube_names_its_monochromatic_lines():
+    # The seed's 3×3×3 cube with 14/13 balls: 4 monochromatic lines at best (PUZZLES.md).
+    from puzzlesweep.solve import solve_instance
+    from puzzlesweep.solvers import Limits
+
+    module = puzzles.get("monochromatic_lines")
+    params = make_params(module.Params, {"n": 3, "d": 3, "counts": [14, 13]})
+    row = solve_instance(Instance("monochromatic_lines", params), "highs", Limits(60))
+    solution = module.decode(row["solution"])
+    named = module.details(params, solution)["monochromatic"]
+    assert row["objective"] == 4 and len(named) == 4
+    for line in named:
+        assert len(line["cells"]) == 3 and {solution[i] for i in line["cells"]} == {line["colour"]}
+    text = module.render(params, solution)
+    assert "monochromatic lines: 4" in text
+    assert all(f"colour {line['colour']}: {line['line']}" in text for line in named)
