@@ -270,7 +270,7 @@ def parse(text: str, source: str = "<spec>", max_instances: int | None = None) -
     try:
         spec = Spec.model_validate(raw)
     except ValidationError as exc:
-        raise BadInput(f"{source}: {validation_message(exc)}") from None
+        raise BadInput(f"{source}: {validation_message(exc, Spec)}") from None
     limit = max_instances or spec.max_instances or MAX_INSTANCES
     planned = 0
     for number, study in enumerate(spec.study, 1):

@@ -11,6 +11,7 @@ is the same hash of the instance's own params, which tells equivalent instances 
 
 import hashlib
 import json
+import typing
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -69,10 +70,11 @@ class Instance:
         return instance_key(self.family, self.params)
 
 
-def validation_message(error: ValidationError) -> str:
+def validation_message(error: ValidationError, model: type[BaseModel] | None = None) -> str:
     """One clause per pydantic error, each naming the parameter: `key: message (got X)`.
     Positions in lists count from 1 and are named by the list (`study 1.time_limt`);
-    a key the model does not know is called unknown."""
+    a key the model does not know is called unknown, and with the `model` that was
+    validated, the keys it knows at that place are listed."""
     clauses = []
     for item in error.errors():
         parts: list[str] = []
@@ -88,8 +90,34 @@ def validation_message(error: ValidationError) -> str:
         clause = f"{where}: {message}"
         if item["type"] != "missing" and not isinstance(item.get("input"), dict):
             clause += f" (got {item.get('input')!r})"
+        if item["type"] == "extra_forbidden" and (known := _keys_at(model, item["loc"][:-1])):
+            clause += f"; the keys are {', '.join(known)}"
         clauses.append(clause)
     return "; ".join(clauses)
+
+
+def _keys_at(model: type[BaseModel] | None, loc: tuple) -> list[str]:
+    """The field names of the model found at `loc` inside `model` (through fields that
+    hold a model or a list of models), or [] when there is none."""
+    for part in loc:
+        if model is None:
+            return []
+        if isinstance(part, int):
+            continue
+        info = model.model_fields.get(part)
+        model = (
+            next(
+                (
+                    t
+                    for t in (info.annotation, *typing.get_args(info.annotation))
+                    if isinstance(t, type) and issubclass(t, BaseModel)
+                ),
+                None,
+            )
+            if info
+            else None
+        )
+    return list(model.model_fields) if model is not None else []
 
 
 def make_params(model: type[Params], raw: dict[str, Any]) -> Params:
@@ -97,4 +125,4 @@ def make_params(model: type[Params], raw: dict[str, Any]) -> Params:
     try:
         return model.model_validate(raw)
     except ValidationError as error:
-        raise BadInput(validation_message(error)) from None
+        raise BadInput(validation_message(error, model)) from None

@@ -63,7 +63,10 @@ def test_text_output_draws_the_solution():
         (["domination", "rows=8", "cols"], "'cols' is not of the form key=value"),
         (["domination", "rows=8", "cols=8", "--solver", "backtrack"], "solver auto, highs, scip"),
         (["domination", "rows=8", "cols=8", "--time-limit", "0"], "time_limit must be > 0"),
-        (["domination", "rows=8", "cols=8", "colour=2"], "colour: unknown key"),
+        (
+            ["domination", "rows=8", "cols=8", "colour=2"],
+            "colour: unknown key (got 2); the keys are piece, rows, cols, variant",
+        ),
         (
             ["domination", "rows=8", "cols=8", "--picture", "/nonexistent-folder/x.png"],
             "the folder of '/nonexistent-folder/x.png' does not exist",

@@ -76,7 +76,14 @@ def spec(family: str, grid: str, head: str = "") -> str:
         ('[[study]]\nfamily = "domination"\n', ["name: Field required"]),
         (
             spec("domination", "rows = 3\ncols = 3", "time_limt = 60\n"),
-            ["study 1.time_limt: unknown key"],
+            [
+                "study 1.time_limt: unknown key",
+                "the keys are family, solver, time_limit, node_limit, count, grid",
+            ],
+        ),
+        (
+            spec("domination", "rows = 3\ncols = 3\ncolour = 2"),
+            ["colour: unknown key (got 2); the keys are piece, rows, cols, variant"],
         ),
         ('name = "x"\n[[study]\n', ["invalid TOML"]),
     ],

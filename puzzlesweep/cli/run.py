@@ -245,7 +245,7 @@ def prove(
         build(proof)
         catalog.check_writable(catalog_path)
     except ValidationError as exc:
-        raise fail(f"{family}: {validation_message(exc)}") from None
+        raise fail(f"{family}: {validation_message(exc, puzzles.get(family).Params)}") from None
     except (BadInput, ValueError) as exc:
         raise fail(f"{family}: {exc}") from None
     from puzzlesweep.flows.cluster import check_address
