@@ -20,8 +20,8 @@ import json
 import sys
 import time
 
-from puzzlesweep.core import Instance, make_params
-from puzzlesweep.puzzles import domination
+from puzzlesweep.core import make_params
+from puzzlesweep.puzzles import Instance, domination
 from puzzlesweep.solve import solve_instance
 from puzzlesweep.solvers import Limits
 

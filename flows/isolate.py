@@ -272,7 +272,8 @@ def serve(memory_limit: int | None) -> None:
 
         resource.setrlimit(resource.RLIMIT_DATA, (memory_limit, memory_limit))
     from puzzlesweep import puzzles
-    from puzzlesweep.core import Instance, make_params
+    from puzzlesweep.core import make_params
+    from puzzlesweep.puzzles import Instance
     from puzzlesweep.solve import solve_instance
     from puzzlesweep.solvers import Limits
 

@@ -42,7 +42,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from puzzlesweep import puzzles
-from puzzlesweep.core import BadInput, Instance, make_params, validation_message
+from puzzlesweep.core import BadInput, make_params, validation_message
+from puzzlesweep.puzzles import Instance
 from puzzlesweep.solve import check_count, check_solver, resolve_solver
 from puzzlesweep.solvers import Limits
 

@@ -128,7 +128,8 @@ def solve_batch(
 
 def _params_keys(batch: Batch, family) -> list[str]:
     """The params keys of the instances of `batch`."""
-    from puzzlesweep.core import Instance, make_params
+    from puzzlesweep.core import make_params
+    from puzzlesweep.puzzles import Instance
 
     return [
         Instance(batch.family, make_params(family.Params, raw)).params_key for raw in batch.params
@@ -138,8 +139,9 @@ def _params_keys(batch: Batch, family) -> list[str]:
 def _solve_rows(batch: Batch, family, memory_limit: int | None, topic: str | None) -> list[dict]:
     """The catalog rows of every instance of `batch`, each solved and verified in this
     thread's child process."""
-    from puzzlesweep.core import Instance, make_params
+    from puzzlesweep.core import make_params
     from puzzlesweep.flows.isolate import child_for_thread
+    from puzzlesweep.puzzles import Instance
 
     worker, worker_memory = worker_identity()
     child = child_for_thread(memory_limit or worker_memory)

@@ -32,9 +32,11 @@ search and count, verifier, codec), `_box` (row-major box geometry and symmetrie
 """
 
 import importlib
+from dataclasses import dataclass
+from functools import cached_property
 from types import ModuleType
 
-from puzzlesweep.core import BadInput
+from puzzlesweep.core import BadInput, Params, instance_key
 
 FAMILIES = ("monochromatic_lines", "no_k_in_row", "domination", "peg_solitaire")
 
@@ -44,6 +46,28 @@ def get(name: str) -> ModuleType:
     if name not in FAMILIES:
         raise BadInput(f"unknown family {name!r}; known families: {', '.join(FAMILIES)}")
     return importlib.import_module(f"puzzlesweep.puzzles.{name}")
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One puzzle instance: a family name and its validated parameters (a handle that
+    workers rebuild models from; small enough to send anywhere). Its keys are
+    `core.instance_key` hashes: `key` of the family's canonical form (equivalent
+    instances share it), `params_key` of these very params; each is computed once per
+    object (a batch asks for both several times per instance)."""
+
+    family: str
+    params: Params
+
+    @cached_property
+    def key(self) -> str:
+        """The stable instance key of the canonical form (16 hex digits)."""
+        return instance_key(self.family, get(self.family).canonical(self.params))
+
+    @cached_property
+    def params_key(self) -> str:
+        """The stable key of these very params (equal to `key` for a canonical instance)."""
+        return instance_key(self.family, self.params)
 
 
 def describe(name: str) -> dict:

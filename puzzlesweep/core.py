@@ -1,6 +1,7 @@
-"""The core types every layer shares: parameters, instances and their stable keys.
+"""The core types every layer shares: parameters, their stable keys, bad input.
 
-An instance is a family name plus validated parameters (a frozen pydantic model, one
+An instance (`puzzles.Instance`, beside the registry of families whose canonical forms
+it needs) is a family name plus validated parameters (a frozen pydantic model, one
 class per family). Its `instance_key` is the first 16 hex digits of the SHA-256 of the
 canonical JSON of {"family": name, "params": canonical params} with sorted keys, so it
 is the same on every machine and Python version, and equivalent instances (a mirrored
@@ -12,8 +13,6 @@ is the same hash of the instance's own params, which tells equivalent instances 
 import hashlib
 import json
 import typing
-from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -45,29 +44,6 @@ def instance_key(family: str, params: Params) -> str:
         separators=(",", ":"),
     )
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
-
-
-@dataclass(frozen=True)
-class Instance:
-    """One puzzle instance: a family name and its validated parameters (a handle that
-    workers rebuild models from; small enough to send anywhere)."""
-
-    family: str
-    params: Params
-
-    @cached_property
-    def key(self) -> str:
-        """The stable instance key of the canonical form (see the module docstring;
-        computed once per object, like `params_key`: a batch asks for both several
-        times per instance)."""
-        from puzzlesweep import puzzles
-
-        return instance_key(self.family, puzzles.get(self.family).canonical(self.params))
-
-    @cached_property
-    def params_key(self) -> str:
-        """The stable key of these very params (equal to `key` for a canonical instance)."""
-        return instance_key(self.family, self.params)
 
 
 def validation_message(error: ValidationError, model: type[BaseModel] | None = None) -> str:

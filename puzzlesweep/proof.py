@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from puzzlesweep import __version__, catalog, puzzles
-from puzzlesweep.core import BadInput, Instance, make_params
+from puzzlesweep.core import BadInput, make_params
+from puzzlesweep.puzzles import Instance
 from puzzlesweep.solve import MIP_SOLVERS, empty_row, mip_engine, result_fields, verified_fields
 from puzzlesweep.solvers import Limits, highs, relative_gap
 from puzzlesweep.solvers import split as splitting

@@ -20,7 +20,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from puzzlesweep import puzzles
-from puzzlesweep.core import BadInput, Instance, InvalidSolution
+from puzzlesweep.core import BadInput, InvalidSolution
+from puzzlesweep.puzzles import Instance
 from puzzlesweep.solvers import Limits, SolverResult
 
 #: The engines that take a family's MIP (`model`, `from_mip`).

@@ -1,9 +1,10 @@
 """The batch planner: sizes from guided self-scheduling and measured seconds per job."""
 
 from puzzlesweep import puzzles
-from puzzlesweep.core import Instance, make_params
+from puzzlesweep.core import make_params
 from puzzlesweep.flows.batches import MAX_BATCH_SECONDS, PROBE, Planner
 from puzzlesweep.flows.spec import Job
+from puzzlesweep.puzzles import Instance
 from puzzlesweep.solvers import Limits
 
 

@@ -20,8 +20,9 @@ from typer.testing import CliRunner
 
 from puzzlesweep import catalog, puzzles
 from puzzlesweep.cli import app
-from puzzlesweep.core import Instance, make_params
+from puzzlesweep.core import make_params
 from puzzlesweep.dashboard import state as dashboard_state
+from puzzlesweep.puzzles import Instance
 from puzzlesweep.solve import solve_instance
 from puzzlesweep.solvers import Limits
 

@@ -18,7 +18,8 @@ from functools import cache
 import pytest
 
 from puzzlesweep import puzzles
-from puzzlesweep.core import Instance, InvalidSolution, instance_key, make_params
+from puzzlesweep.core import InvalidSolution, instance_key, make_params
+from puzzlesweep.puzzles import Instance
 from puzzlesweep.solve import solve_instance
 from puzzlesweep.solvers import Limits
 

@@ -189,8 +189,9 @@ def test_dashboard_under_load_stays_bounded(tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
     from puzzlesweep import puzzles
-    from puzzlesweep.core import Instance, make_params
+    from puzzlesweep.core import make_params
     from puzzlesweep.dashboard import server as dashboard
+    from puzzlesweep.puzzles import Instance
     from puzzlesweep.solve import solve_instance
     from puzzlesweep.solvers import Limits
 
@@ -304,7 +305,8 @@ def _dom_links(dom: str) -> dict[str, dict[str, str]]:
 
 def test_page_links_prefect_and_dask_only_where_they_exist_and_names_its_axes(tmp_path):
     from puzzlesweep import puzzles
-    from puzzlesweep.core import Instance, make_params
+    from puzzlesweep.core import make_params
+    from puzzlesweep.puzzles import Instance
     from puzzlesweep.solve import solve_instance
     from puzzlesweep.solvers import Limits
 

@@ -4,8 +4,14 @@ through the Python API (the behaviour every family shares is in test_contract.py
 import pytest
 
 from puzzlesweep import puzzles
-from puzzlesweep.core import BadInput, Instance, InvalidSolution, make_params
-from puzzlesweep.puzzles import domination, monochromatic_lines, no_k_in_row, peg_solitaire
+from puzzlesweep.core import BadInput, InvalidSolution, make_params
+from puzzlesweep.puzzles import (
+    Instance,
+    domination,
+    monochromatic_lines,
+    no_k_in_row,
+    peg_solitaire,
+)
 from puzzlesweep.solve import solve_instance
 from puzzlesweep.solvers import Limits
 

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from puzzlesweep import catalog, puzzles
-from puzzlesweep.core import BadInput, Instance, make_params
+from puzzlesweep.core import BadInput, make_params
 from puzzlesweep.flows.spec import expand_grid
-from puzzlesweep.puzzles import peg_solitaire
+from puzzlesweep.puzzles import Instance, peg_solitaire
 from puzzlesweep.solve import solve_instance, solve_instances
 from puzzlesweep.solvers import Limits, frontier
 

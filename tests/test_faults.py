@@ -225,7 +225,8 @@ def test_permanent_and_transient_catalog_errors_are_told_apart(tmp_path):
     if os.geteuid() != 0 or shutil.which("chattr") is None:
         pytest.skip("chattr +i needs root")
     from puzzlesweep import puzzles
-    from puzzlesweep.core import Instance, make_params
+    from puzzlesweep.core import make_params
+    from puzzlesweep.puzzles import Instance
     from puzzlesweep.solve import solve_instance
     from puzzlesweep.solvers import Limits
 

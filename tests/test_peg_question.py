@@ -9,8 +9,9 @@ from typer.testing import CliRunner
 
 from puzzlesweep import catalog, puzzles
 from puzzlesweep.cli import app
-from puzzlesweep.core import BadInput, Instance, make_params
+from puzzlesweep.core import BadInput, make_params
 from puzzlesweep.flows.spec import parse
+from puzzlesweep.puzzles import Instance
 from puzzlesweep.solve import solve_instance
 from puzzlesweep.solvers import Limits
 

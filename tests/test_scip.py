@@ -6,8 +6,9 @@ import math
 import pytest
 
 from puzzlesweep import puzzles
-from puzzlesweep.core import Instance, make_params
+from puzzlesweep.core import make_params
 from puzzlesweep.flows.spec import parse
+from puzzlesweep.puzzles import Instance
 from puzzlesweep.solve import resolve_solver, solve_instance
 from puzzlesweep.solvers import Limits, scip
 from tests.conftest import cli

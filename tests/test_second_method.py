@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from puzzlesweep import puzzles
-from puzzlesweep.core import Instance, make_params
-from puzzlesweep.puzzles import monochromatic_lines, peg_solitaire
+from puzzlesweep.core import make_params
+from puzzlesweep.puzzles import Instance, monochromatic_lines, peg_solitaire
 from puzzlesweep.solve import solve_instance
 from puzzlesweep.solvers import Limits
 

@@ -5,8 +5,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from puzzlesweep import puzzles
-from puzzlesweep.core import Instance, make_params
-from puzzlesweep.puzzles import domination, monochromatic_lines, no_k_in_row, peg_solitaire
+from puzzlesweep.core import make_params
+from puzzlesweep.puzzles import (
+    Instance,
+    domination,
+    monochromatic_lines,
+    no_k_in_row,
+    peg_solitaire,
+)
 from puzzlesweep.solve import solve_instance
 from puzzlesweep.solvers import Limits
 

@@ -132,7 +132,8 @@ def test_dry_run_solves_and_writes_nothing_and_counts_what_is_held(tmp_path):
 
     # With one instance in the catalog: it counts as held, and its solve time makes an
     # estimate for its study.
-    from puzzlesweep.core import Instance, make_params
+    from puzzlesweep.core import make_params
+    from puzzlesweep.puzzles import Instance
     from puzzlesweep.solve import solve_instance
     from puzzlesweep.solvers import Limits
 

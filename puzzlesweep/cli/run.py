@@ -202,8 +202,8 @@ def prove(
     Every finished part is written to the catalog at once, so a re-run of the same
     split solves only the missing parts; the combined row holds the certificate."""
     from puzzlesweep import puzzles
-    from puzzlesweep.core import Instance
     from puzzlesweep.proof import Proof, build, recheck
+    from puzzlesweep.puzzles import Instance
     from puzzlesweep.solve import check_solver, resolve_solver
     from puzzlesweep.solvers import Limits
 

@@ -60,8 +60,9 @@ def solve(
     `SOLVE_GRACE` seconds past `--time-limit`, which counts from the start of building
     the model. A limit that cuts it is shown as the status and a one-line reason."""
     from puzzlesweep import puzzles
-    from puzzlesweep.core import Instance, make_params
+    from puzzlesweep.core import make_params
     from puzzlesweep.flows.isolate import MIN_MEMORY, Child, Interrupted
+    from puzzlesweep.puzzles import Instance
     from puzzlesweep.solve import check_count, check_solver
     from puzzlesweep.solvers import Limits
 
