@@ -1,7 +1,8 @@
 """Monochromatic lines: balls of c colours in the cube [n]^d, fewest one-colour lines.
 
-Source: seed `000_2b5e4fbc753a4c3a.txt` (3^3 with 14 and 13 balls → 4 lines), also
-H. P. Williams (1974), "three-dimensional noughts and crosses".
+Sources: H. P. Williams (1974), "three-dimensional noughts and crosses" (the 0-1 model:
+27 cell variables and 49 line indicators for 3^3; 14 and 13 balls leave at best 4
+monochromatic lines), and the puzzle's own seed document, which states that instance.
 
 Vocabulary (cells row-major, 0-based):
 - cell: a point of [n]^d, e.g. (0, 2, 1); its index is row-major, 0..n^d-1.

@@ -1,6 +1,6 @@
 """Triangular peg solitaire: jump pegs until one is left, perhaps at a given hole.
 
-Sources: seed `003_f55d0c0b3991d583.txt` (T_5, 15 holes, 36 jump rules, backtracking with
+Sources: the puzzle's seed document (T_5: 15 holes, 36 jump rules, backtracking with
 pruning of dead positions and their symmetric images; 13 jumps to one peg); fewest moves
 over all one-vacancy starts and finishes, OEIS A127500: T_4 → 5, T_5 → 9, T_6 → 9,
 T_7 → 12, T_8 → 13 (G. I. Bell, "Solving Triangular Peg Solitaire", JIS 11 (2008)
