@@ -274,7 +274,7 @@ def serve(memory_limit: int | None) -> None:
     from puzzlesweep import puzzles
     from puzzlesweep.core import make_params
     from puzzlesweep.puzzles import Instance
-    from puzzlesweep.solve import solve_instance
+    from puzzlesweep.solve import empty_row, solve_instance
     from puzzlesweep.solvers import Limits
 
     out = sys.stdout
@@ -286,7 +286,15 @@ def serve(memory_limit: int | None) -> None:
         family = puzzles.get(request["family"])
         instance = Instance(request["family"], make_params(family.Params, request["params"]))
         limits = Limits(request["time_limit"], request["node_limit"])
-        row = solve_instance(instance, request["solver"], limits, request.get("count", False))
+        started, out_of_memory = time.perf_counter(), False
+        try:
+            row = solve_instance(instance, request["solver"], limits, request.get("count", False))
+        except MemoryError:  # met again while the row was made, the model's frames alive
+            out_of_memory = True
+        if out_of_memory:  # those frames, and the memory they held, are gone by now
+            row = empty_row(instance, request["solver"], limits)
+            row.update(error="MemoryError", finished_at=datetime.now(UTC))
+            row["solve_seconds"] = time.perf_counter() - started
         if memory_limit is not None and (row["error"] or "").startswith("MemoryError"):
             row["error"] = f"memory limit {mib(memory_limit)} exceeded: {row['error']}"
         out.write(json.dumps(row, default=_iso) + "\n")
