@@ -3,9 +3,7 @@ outside readers (deltalake, polars, pandas, DuckDB) with no project code, compac
 time travel, damaged files, run heartbeats, and migration of the old layout."""
 
 import json
-import multiprocessing
 import os
-import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,7 +19,6 @@ from typer.testing import CliRunner
 from puzzlesweep import catalog, puzzles
 from puzzlesweep.cli import app
 from puzzlesweep.core import make_params
-from puzzlesweep.dashboard import state as dashboard_state
 from puzzlesweep.puzzles import Instance
 from puzzlesweep.solve import solve_instance
 from puzzlesweep.solvers import Limits
@@ -246,131 +243,6 @@ def test_a_damaged_file_is_named_then_repaired_and_its_instances_listed(tmp_path
     )
     newest.write_bytes(b"not parquet at all")
     assert catalog.repair(tmp_path)["lost"] == [rows[0]["params_key"]]
-
-
-def test_runs_heartbeat_lost_and_a_second_run_of_a_sweep_refused(tmp_path):
-    started = datetime.now(UTC) - timedelta(minutes=10)
-    old = started - timedelta(minutes=5)
-    catalog.write_run(
-        tmp_path, {"run_id": "a", "sweep": "s", "state": "running", "started_at": started}
-    )
-    catalog.write_run(
-        tmp_path,
-        {
-            "run_id": "dead",
-            "sweep": "s",
-            "state": "running",
-            "started_at": old,
-            "heartbeat_at": old,
-        },
-    )
-    catalog.write_run(
-        tmp_path, {"run_id": "b", "sweep": "other", "state": "finished", "started_at": started}
-    )
-    _, states = (
-        catalog.query(tmp_path, "SELECT run_id, state FROM runs ORDER BY 1")
-        if False
-        else (
-            None,
-            catalog.snapshot(tmp_path)
-            .connection.execute("SELECT run_id, state FROM runs ORDER BY 1")
-            .fetchall(),
-        )
-    )
-    assert states == [("a", "running"), ("b", "finished"), ("dead", "lost")]
-    assert [r["run_id"] for r in catalog.live_runs(tmp_path, "s")] == ["a"]
-    # the dashboard shows the same states, from the moment a run starts
-    catalog.prepare(tmp_path, [puzzles.get("domination").Params])
-    shown = {run["run_id"]: run["state"] for run in dashboard_state(tmp_path)["runs"]}
-    assert shown == {"a": "running", "b": "finished", "dead": "lost"}
-    manifest = {"run_id": "c", "sweep": "s", "started_at": datetime.now(UTC)}
-    with pytest.raises(catalog.BadInput, match="sweep s is being run .* by run a"):
-        catalog.claim(tmp_path, manifest)
-    assert catalog.read_run(tmp_path, "c") is None  # refused before writing anything
-    catalog.claim(tmp_path, manifest, allow_concurrent=True)
-    assert catalog.read_run(tmp_path, "c")["state"] == "running"
-    catalog.claim(tmp_path, {"run_id": "d", "sweep": "other", "started_at": started})
-    # the heartbeat keeps a run alive, with its counts so far
-    beats = []
-    with catalog.Heartbeat(
-        tmp_path,
-        lambda: (
-            beats.append(1)
-            or {"run_id": "d", "sweep": "other", "started_at": started, "solved": len(beats)}
-        ),
-        0.2,
-    ):
-        threading.Event().wait(1.0)
-    row = catalog.read_run(tmp_path, "d")
-    assert len(beats) >= 3 and row["solved"] >= 2 and row["state"] == "running"
-    assert (datetime.now(UTC) - row["heartbeat_at"]).total_seconds() < 5
-
-
-def _append_many(root: str, worker: int, count: int) -> None:
-    from puzzlesweep import catalog, puzzles
-
-    model = puzzles.get("domination").Params
-    for i in range(count):
-        row = {
-            "run_id": f"w{worker}",
-            "sweep": "c",
-            "family": "domination",
-            "instance_key": f"{worker}-{i}",
-            "params_key": f"{worker}-{i}",
-            "solver": "highs",
-            "status": "optimal",
-            "objective": 1.0,
-            "time_limit": 1.0,
-            "params": {"piece": "knight", "rows": 1, "cols": 1, "variant": "dominating"},
-        }
-        catalog.write_batch(root, model, [row], f"w{worker}-{i:05d}")
-
-
-def test_concurrent_writer_processes_lose_no_commit(tmp_path):
-    catalog.prepare(tmp_path, [puzzles.get("domination").Params])
-    spawn = multiprocessing.get_context("spawn")  # deltalake is not fork-safe (DESIGN.md)
-    workers = [spawn.Process(target=_append_many, args=(str(tmp_path), w, 15)) for w in range(3)]
-    for process in workers:
-        process.start()
-    for process in workers:
-        process.join(120)
-        assert process.exitcode == 0
-    _, counted = catalog.query(tmp_path, "SELECT count(*), count(DISTINCT params_key) FROM results")
-    assert counted == [(45, 45)]
-
-
-def test_readers_during_writes_and_compactions_never_see_rows_twice_or_lose_them(tmp_path, rows):
-    _fill(tmp_path, rows)
-    written = [len(rows)]
-    seen: list[tuple[int, int, int]] = []
-    stop = threading.Event()
-
-    failures: list[Exception] = []
-
-    def read() -> None:
-        while not stop.is_set():
-            before = written[0]
-            try:
-                count = catalog.query(tmp_path, "SELECT count(*) FROM results")[1][0][0]
-            except Exception as exc:  # noqa: BLE001 (reported by the test below)
-                failures.append(exc)
-                return
-            seen.append((before, count, written[0]))
-
-    reader = threading.Thread(target=read)
-    reader.start()
-    try:
-        for round_ in range(6):
-            for number in range(2):
-                _write(tmp_path, dict(rows[0], run_id=f"w{round_}"), f"w{round_}-{number}")
-                written[0] += 1
-            catalog.compact(tmp_path, retain_hours=0 if round_ == 5 else 1)
-    finally:
-        stop.set()
-        reader.join()
-    assert failures == [] and len(seen) >= 6
-    assert all(before <= count <= after for before, count, after in seen), seen
-    assert catalog.query(tmp_path, "SELECT count(*) FROM results")[1] == [(len(rows) + 12,)]
 
 
 def _old_layout(root: Path, rows: list[dict]) -> None:

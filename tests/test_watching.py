@@ -9,7 +9,7 @@ import subprocess
 from puzzlesweep import catalog, puzzles
 
 from .conftest import CLI, cli
-from .test_deploy import prefect_server  # noqa: F401 (a fixture: a real `prefect server`)
+from .test_deploy_prefect import prefect_server  # noqa: F401 (a fixture: a real `prefect server`)
 
 # Two families, so the flow run carries a tag for each. Values: A181018 (no_k_in_row 4×4,
 # k = 3 keeps 9 and removes 7; 3×3 removes 3) and A006075 (knights on 4×4: 4).

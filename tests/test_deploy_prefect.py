@@ -1,0 +1,217 @@
+"""The Prefect side of deploy/, run for real: a `prefect server` started with compose's own
+command, the SLURM batch script's sweep against it, and a scheduled deployment run by a
+process worker."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from puzzlesweep import catalog
+
+from .servers import BIN, Processes, free_port, wait_for
+from .test_deploy import DEPLOY, POOL, QUIET, ROOT, compose, substituted
+
+SPEC = """
+name = "deployed"
+[[study]]
+family = "domination"
+time_limit = 30
+[study.grid]
+piece = "knight"
+rows = "3..6"
+cols = "=rows"
+"""
+KNIGHTS = [(3, 4.0), (4, 4.0), (5, 5.0), (6, 8.0)]  # OEIS A006075 (PUZZLES.md)
+
+
+def prefect(*args: str, env: dict, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run the `prefect` CLI from the repository root; fails the test on exit != 0."""
+    done = subprocess.run(
+        [str(BIN / "prefect"), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, f"prefect {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+@pytest.fixture(scope="module")
+def prefect_server(tmp_path_factory):
+    """compose.yaml's `prefect server start` command on a free port of 127.0.0.1 with
+    its own PREFECT_HOME (SQLite where compose has PostgreSQL), healthy by compose's own
+    health check; yields (the environment for clients and workers, Processes)."""
+    home = tmp_path_factory.mktemp("prefect-server")
+    port = free_port()
+    env = {
+        **os.environ,
+        **QUIET,
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PREFECT_HOME": str(home / "prefect-home"),
+        "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
+    }
+    server = compose()["services"]["prefect-server"]
+    command = substituted(server["command"], {"0.0.0.0": "127.0.0.1", "4200": str(port)})
+    assert command[:3] == ["prefect", "server", "start"]
+    processes = Processes(home)
+    try:
+        server_env = {k: v for k, v in env.items() if k != "PREFECT_API_URL"}
+        processes.start("server", *command, env=server_env)
+        kind, *check = server["healthcheck"]["test"]
+        assert kind == "CMD" and check[:2] == ["python", "-c"]
+        probe = [sys.executable, "-c", check[2].replace("localhost:4200", f"127.0.0.1:{port}")]
+
+        def healthy() -> bool:
+            return subprocess.run(probe, capture_output=True).returncode == 0
+
+        wait_for(f"prefect server on port {port}\n{processes.log('server')}", healthy, 120)
+        yield env, processes
+    finally:
+        processes.stop()  # the worker (started last) before the server
+
+
+STAND_IN = """
+\"\"\"A stand-in for dask_jobqueue (not installed here): SLURMCluster records its
+arguments and runs a LocalCluster on 127.0.0.1 whose workers are its "jobs".\"\"\"
+import json
+import os
+
+from distributed import LocalCluster
+
+
+class SLURMCluster:
+    def __init__(self, **kwargs):
+        with open(os.environ["SLURM_STAND_IN_RECORD"], "w") as record:
+            json.dump(kwargs, record)
+        self.cluster = LocalCluster(
+            n_workers=0, threads_per_worker=1, host="127.0.0.1", dashboard_address="127.0.0.1:0"
+        )
+        self.scheduler_address = self.cluster.scheduler_address
+        self.dashboard_link = self.cluster.dashboard_link
+
+    def scale(self, jobs):
+        self.cluster.scale(jobs)
+
+    def job_script(self):
+        return "#!/usr/bin/env bash (stand-in: no SLURM here)"
+
+    def close(self):
+        self.cluster.close()
+"""
+
+
+def test_slurm_batch_script_runs_its_sweep(prefect_server, tmp_path):
+    env, _ = prefect_server
+    script = DEPLOY / "slurm" / "sweep.sbatch"
+    text = script.read_text()
+    assert text.startswith("#!/bin/bash") and "#SBATCH" in text
+    assert subprocess.run(["bash", "-n", script]).returncode == 0
+    stand_in = tmp_path / "stand-in"
+    stand_in.mkdir()
+    (stand_in / "dask_jobqueue.py").write_text(STAND_IN)
+    spec, results, record = tmp_path / "deployed.toml", tmp_path / "results", tmp_path / "kw.json"
+    spec.write_text(SPEC)
+    # As `sbatch` would run it on the first node: from the checkout, with a Prefect API
+    # already set (so it starts no server of its own), one worker job.
+    done = subprocess.run(
+        ["bash", script, str(spec), str(results)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+        env={
+            **env,
+            "PUZZLESWEEP_HOME": str(ROOT),
+            "JOBS": "1",
+            "PYTHONPATH": str(stand_in),
+            "SLURM_STAND_IN_RECORD": str(record),
+        },
+    )
+    assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert "solved 4" in done.stdout, done.stdout
+    arguments = json.loads(record.read_text())
+    # One single-threaded worker per job, run by this very environment's Python.
+    assert (arguments["cores"], arguments["processes"]) == (1, 1)
+    assert arguments["worker_extra_args"] == ["--nthreads", "1"]
+    assert Path(arguments["python"]).parent == ROOT / ".venv" / "bin"
+    _, rows = catalog.query(results, "SELECT rows, objective FROM results ORDER BY rows")
+    assert rows == KNIGHTS
+    # The script's own help works without dask-jobqueue (it is imported after parsing).
+    done = subprocess.run(
+        [sys.executable, DEPLOY / "slurm" / "sweep_on_slurm.py", "--help"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0 and "--jobs" in done.stdout, done.stderr
+
+
+def test_scheduled_deployment_runs_on_a_process_worker(prefect_server, tmp_path):
+    env, processes = prefect_server
+    spec = tmp_path / "deployed.toml"
+    spec.write_text(SPEC)
+    results = tmp_path / "results"
+    services = compose()["services"]
+
+    # compose.yaml's one-shot deployer: the work pool and every deployment.
+    deployer = services["deployer"]["command"]
+    assert deployer[:2] == ["sh", "-c"]
+    assert "--prefect-file deploy/prefect.yaml" in deployer[2] and f"create {POOL}" in deployer[2]
+    done = subprocess.run(deployer, capture_output=True, text=True, cwd=ROOT, env=env, timeout=180)
+    assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    done = prefect(
+        "deployment",
+        "inspect",
+        "scheduled-sweep/seeds-nightly",
+        "--output",
+        "json",
+        env=env,
+    )
+    deployment = json.loads(done.stdout)
+    assert [s["schedule"]["cron"] for s in deployment["schedules"]] == ["0 2 * * *"]
+    assert deployment["entrypoint"] == "puzzlesweep.flows.sweep:scheduled_sweep"
+
+    done = prefect(
+        "deployment",
+        "run",
+        "scheduled-sweep/seeds-nightly",
+        "--param",
+        f"spec_path={spec}",
+        "--param",
+        f"catalog_path={results}",
+        env=env,
+    )
+    flow_run = re.search(r"UUID:\s*([0-9a-f-]{36})", done.stdout)
+    assert flow_run, done.stdout
+    # compose.yaml's Prefect worker (the Kubernetes example runs the same command).
+    command = services["prefect-worker"]["command"]
+    assert command[:5] == ["prefect", "worker", "start", "--pool", POOL]
+    processes.start(
+        "worker",
+        *command,
+        env={**env, "PUZZLESWEEP_HOME": str(ROOT), "PREFECT_WORKER_QUERY_SECONDS": "2"},
+        cwd=tmp_path,
+    )
+
+    def state() -> str:
+        url = f"{env['PREFECT_API_URL']}/flow_runs/{flow_run[1]}"
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return json.load(answer)["state_type"]
+
+    final = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
+    wait_for(f"the flow run to finish\n{processes.log('worker')}", lambda: state() in final, 240)
+    assert state() == "COMPLETED", processes.log("worker")
+    processes.stop("worker")
+
+    _, rows = catalog.query(
+        results,
+        "SELECT sweep, rows, objective, status, verified FROM results ORDER BY rows",
+    )
+    assert rows == [("deployed", r, value, "optimal", True) for r, value in KNIGHTS]
