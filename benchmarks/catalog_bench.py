@@ -69,6 +69,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import old_layout  # noqa: E402 (beside this script: the layout it is compared with)
 import pyarrow as pa
 
 FAMILIES = ["domination", "no_k_in_row", "peg_solitaire", "monochromatic_lines"]
@@ -195,21 +196,8 @@ def batch(number: int, commits: int, rows: int, seed: int = 1) -> pa.Table:
 
 
 def write_old(root: str, table: pa.Table, number: int) -> None:
-    """The old layout's writer, reduced to what a batch did: one Parquet file
-    `family=X/part-RUN-NNNNN.parquet` without the partition column, written under a
-    hidden temporary name in its directory, fsynced, renamed into place."""
-    import pyarrow.parquet as pq
-
-    family = table["family"][0].as_py()
-    directory = os.path.join(root, f"family={family}")
-    os.makedirs(directory, exist_ok=True)
-    final = os.path.join(directory, f"part-{app_id(number)}.parquet")
-    temporary = os.path.join(directory, f".part-{app_id(number)}.tmp")
-    pq.write_table(table.drop_columns(["family"]), temporary, compression="zstd")
-    descriptor = os.open(temporary, os.O_RDONLY)
-    os.fsync(descriptor)
-    os.close(descriptor)
-    os.replace(temporary, final)
+    """The old layout's writer (`old_layout.write`) under batch `number`'s name."""
+    old_layout.write(root, table, app_id(number))
 
 
 def write_delta(root: str, table: pa.Table, number: int) -> bool:
@@ -297,68 +285,12 @@ def arrived(layout: str, root: str, commits: int) -> tuple[int, int]:
         return table.to_pyarrow_dataset().count_rows(), missing
     names = {p.name for p in Path(root).glob("family=*/part-*.parquet")}
     missing = sum(f"part-{app_id(i)}.parquet" not in names for i in range(commits))
-    files = _old_files(root)
+    files = old_layout.files(root)
     rows = duckdb.connect().execute(f"SELECT count(*) FROM read_parquet({files!r})").fetchone()
     return rows[0], missing
 
 
 # --- reading ---------------------------------------------------------------------------
-
-
-def _old_files(root: str) -> list[str]:
-    return sorted(str(p) for p in Path(root).glob("family=*/*.parquet"))
-
-
-def old_connection(root: str):
-    """The old reader: list the visible files, then a DuckDB view over them."""
-    import duckdb
-
-    connection = duckdb.connect()
-    files = ", ".join(f"'{path}'" for path in _old_files(root))
-    connection.execute(
-        f"CREATE VIEW results AS SELECT * FROM read_parquet([{files}], "
-        "hive_partitioning = true, union_by_name = true)"
-    )
-    return connection
-
-
-def old_finished(root: str, plan: list[tuple]) -> set[tuple]:
-    """The old `catalog.finished` with a plan: the planned keys joined in DuckDB."""
-    connection = old_connection(root)
-    connection.register("planned", _plan_table(plan))
-    rows = connection.execute(
-        "SELECT DISTINCT params_key, solver, time_limit, node_limit FROM results "
-        "WHERE status <> 'error' AND (params_key, solver, time_limit, coalesce(node_limit, -1)) "
-        "IN (SELECT (params_key, solver, time_limit, coalesce(node_limit, -1)) FROM planned)"
-    ).fetchall()
-    return set(rows)
-
-
-def _plan_table(plan: list[tuple]) -> pa.Table:
-    return pa.table(
-        list(zip(*plan, strict=True)),
-        schema=pa.schema(
-            [
-                ("params_key", pa.string()),
-                ("solver", pa.string()),
-                ("time_limit", pa.float64()),
-                ("node_limit", pa.int64()),
-            ]
-        ),
-    )
-
-
-def compact_old(root: str) -> None:
-    """What the old `catalog compact` left: one Parquet file per family."""
-    import pyarrow.dataset as ds
-    import pyarrow.parquet as pq
-
-    for directory in sorted(Path(root).glob("family=*")):
-        parts = sorted(directory.glob("part-*.parquet"))
-        merged = ds.dataset([str(p) for p in parts], format="parquet").to_table()
-        pq.write_table(merged, directory / "compact-0.parquet", compression="zstd")
-        for part in parts:
-            part.unlink()
 
 
 def median_seconds(action, repeat: int) -> tuple[float, object]:
@@ -382,12 +314,12 @@ def measure(layout: str, root: str, plan: list[tuple], repeat: int) -> dict:
             figures[name] = median_seconds(lambda sql=sql: catalog.query(root, sql)[1], repeat)
         else:
             figures[name] = median_seconds(
-                lambda sql=sql: old_connection(root).execute(sql).fetchall(), repeat
+                lambda sql=sql: old_layout.connection(root).execute(sql).fetchall(), repeat
             )
     if layout == "delta":
         figures[RESUME] = median_seconds(lambda: catalog.finished(root, plan), repeat)
     else:
-        figures[RESUME] = median_seconds(lambda: old_finished(root, plan), repeat)
+        figures[RESUME] = median_seconds(lambda: old_layout.finished(root, plan), repeat)
     return figures
 
 
@@ -451,7 +383,7 @@ def main() -> None:
             if layout == "delta":
                 catalog.compact(roots[layout], retain_hours=0)
             else:
-                compact_old(roots[layout])
+                old_layout.compact(roots[layout])
             compacting[layout] = (time.perf_counter() - moment, _files(roots[layout]))
         for layout in ("old", "delta"):
             files = _files(roots[layout])
