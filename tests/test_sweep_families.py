@@ -39,11 +39,16 @@ question = "reachable"
 """
 
 
-def test_a_sweep_solves_each_canonical_instance_once(prefect_api, tmp_path):
-    spec = tmp_path / "families.toml"
-    spec.write_text(SPEC)
+def sweep(tmp_path, text: str, workers: int) -> tuple[str, dict]:
+    """(the catalog, the report) of a sweep of spec `text` run in this process."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text(text)
     results = tmp_path / "results"
-    report = run_sweep(str(spec), str(results), workers=2)
+    return results, run_sweep(str(spec), str(results), workers=workers)
+
+
+def test_a_sweep_solves_each_canonical_instance_once(prefect_api, tmp_path):
+    results, report = sweep(tmp_path, SPEC, workers=2)
     # 4 splits + (4, 5); 4 boxes; 4 boards; 15 start holes.
     assert (report["planned"], report["solved"]) == (5 + 4 + 4 + 15, 28)
 
@@ -96,8 +101,7 @@ def test_a_sweep_solves_each_canonical_instance_once(prefect_api, tmp_path):
 
     # A later run with one more box equivalent to the solved ones: it is new (its own
     # params), so it gets its own row under the same instance_key; the rest are skipped.
-    spec.write_text(SPEC.replace("[1, 4, 3]]", "[1, 4, 3], [3, 1, 4]]"))
-    again = run_sweep(str(spec), str(results), workers=1)
+    _, again = sweep(tmp_path, SPEC.replace("[1, 4, 3]]", "[1, 4, 3], [3, 1, 4]]"), workers=1)
     assert (again["solved"], again["skipped"]) == (1, 28)
     _, rows = catalog.query(
         results,
@@ -148,10 +152,7 @@ variant = "total"
 
 
 def test_a_table_sweep_takes_every_trivial_board(prefect_api, tmp_path):
-    spec = tmp_path / "trivial.toml"
-    spec.write_text(TRIVIAL)
-    results = tmp_path / "results"
-    report = run_sweep(str(spec), str(results), workers=1)
+    results, report = sweep(tmp_path, TRIVIAL, workers=1)
     assert (report["planned"], report["solved"], report["counts"].get("error", 0)) == (12, 12, 0)
     _, rows = catalog.query(
         results,
