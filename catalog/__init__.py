@@ -39,6 +39,7 @@ from puzzlesweep.catalog.read import (
     open,
     query,
     snapshot,
+    summary,
     to_arrow,
     to_pandas,
 )
@@ -225,6 +226,7 @@ __all__ = [
     "resolve",
     "schema",
     "snapshot",
+    "summary",
     "to_arrow",
     "to_pandas",
     "versions",

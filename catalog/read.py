@@ -266,3 +266,63 @@ def latest(catalog: CatalogLike, params_keys: list[str]) -> list[dict]:
         catalog, "SELECT * FROM latest WHERE params_key IN (SELECT unnest(?))", [params_keys]
     )
     return [dict(zip(columns, row, strict=True)) for row in rows]
+
+
+def summary(
+    catalog: CatalogLike, parameters: dict[str, list[str]], sweep: str | None = None
+) -> list[tuple[str, list[str], list[tuple]]]:
+    """What `puzzlesweep catalog summary` prints, from one snapshot, as (title, column
+    names, rows) tables: the runs; counts by status per run and family (with verified
+    rows and solve seconds); then, for each family of `parameters` (family → its
+    parameter columns) that has rows, the best result of every instance by its
+    parameters (optimal first, then the latest) and how many results it has. `sweep`
+    keeps only that sweep's runs and rows. Raises CatalogDamaged naming a data file that
+    cannot be read."""
+    from puzzlesweep.catalog.schema import STATUSES
+
+    only = "sweep = ?" if sweep else "true"
+    args = [sweep] if sweep else []
+    statuses = ", ".join(f"count(*) FILTER (status = '{s}') AS {s}" for s in STATUSES)
+    tables = []
+    with snapshot(catalog) as shot:
+        tables.append(
+            (
+                "runs",
+                *shot.query(
+                    "SELECT run_id, sweep, state, host, pid, started_at, heartbeat_at, "
+                    f"finished_at, planned, skipped, solved FROM runs WHERE {only} "
+                    "ORDER BY run_id",
+                    args,
+                ),
+            )
+        )
+        tables.append(
+            (
+                "counts by run and family",
+                *shot.query(
+                    f"SELECT run_id, sweep, family, count(*) AS results, {statuses}, "
+                    "count(*) FILTER (verified) AS verified, "
+                    "round(sum(solve_seconds), 2) AS seconds "
+                    f"FROM results WHERE {only} GROUP BY ALL ORDER BY run_id, family",
+                    args,
+                ),
+            )
+        )
+        _, present = shot.query(f"SELECT DISTINCT family FROM results WHERE {only}", args)
+        for family in sorted({f for (f,) in present} & set(parameters)):
+            columns = ", ".join(f'"{name}"' for name in parameters[family])
+            tables.append(
+                (
+                    f"{family}: best result by parameters",
+                    *shot.query(
+                        f"SELECT {columns}, solver, time_limit, status, objective, bound, "
+                        "count(*) OVER (PARTITION BY params_key) AS results FROM results "
+                        f"WHERE family = ? AND {only} "
+                        "QUALIFY row_number() OVER (PARTITION BY params_key, solver ORDER "
+                        "BY status = 'optimal' DESC, status = 'error', finished_at DESC) = 1 "
+                        f"ORDER BY {columns}, solver",
+                        [family, *args],
+                    ),
+                )
+            )
+    return tables

@@ -79,37 +79,11 @@ def catalog_summary(
     (optimal first, then the latest)."""
     from puzzlesweep import puzzles
 
-    where, args = ("WHERE sweep = ?", [sweep]) if sweep else ("", [])
-    statuses = ", ".join(f"count(*) FILTER (status = '{s}') AS {s}" for s in catalog.STATUSES)
-    with catalog_errors(), catalog.snapshot(location or catalog.default_catalog()) as shot:
-        columns, rows = shot.query(
-            "SELECT run_id, sweep, state, host, pid, started_at, heartbeat_at, finished_at, "
-            f"planned, skipped, solved FROM runs {where} ORDER BY run_id",
-            args,
-        )
-        print_rows("runs", columns, rows)
-        columns, rows = shot.query(
-            f"SELECT run_id, sweep, family, count(*) AS results, {statuses}, "
-            "count(*) FILTER (verified) AS verified, round(sum(solve_seconds), 2) AS seconds "
-            f"FROM results {where} GROUP BY ALL ORDER BY run_id, family",
-            args,
-        )
-        print_rows("counts by run and family", columns, rows)
-        _, families = shot.query(f"SELECT DISTINCT family FROM results {where} ORDER BY 1", args)
-        for (family,) in families:
-            if family not in puzzles.FAMILIES:
-                continue
-            params = ", ".join(f'"{k}"' for k in puzzles.get(family).Params.model_fields)
-            columns, rows = shot.query(
-                f"SELECT {params}, solver, time_limit, status, objective, bound, "
-                "count(*) OVER (PARTITION BY params_key) AS results FROM results "
-                f"WHERE family = ? {where.replace('WHERE', 'AND')} "
-                "QUALIFY row_number() OVER (PARTITION BY params_key, solver ORDER BY "
-                "status = 'optimal' DESC, status = 'error', finished_at DESC) = 1 "
-                f"ORDER BY {params}, solver",
-                [family, *args],
-            )
-            print_rows(f"{family}: best result by parameters", columns, rows)
+    parameters = {f: list(puzzles.get(f).Params.model_fields) for f in puzzles.FAMILIES}
+    with catalog_errors():
+        tables = catalog.summary(location or catalog.default_catalog(), parameters, sweep)
+    for title, columns, rows in tables:
+        print_rows(title, columns, rows)
 
 
 @catalog_app.command("check")
