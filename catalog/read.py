@@ -276,8 +276,8 @@ def summary(
     rows and solve seconds); then, for each family of `parameters` (family → its
     parameter columns) that has rows, the best result of every instance by its
     parameters (optimal first, then the latest) and how many results it has. `sweep`
-    keeps only that sweep's runs and rows. Raises CatalogDamaged naming a data file that
-    cannot be read."""
+    keeps only that sweep's runs and rows. Raises BadInput for a `sweep` without a run in
+    the catalog, CatalogDamaged naming a data file that cannot be read."""
     from puzzlesweep.catalog.schema import STATUSES
 
     only = "sweep = ?" if sweep else "true"
@@ -285,6 +285,8 @@ def summary(
     statuses = ", ".join(f"count(*) FILTER (status = '{s}') AS {s}" for s in STATUSES)
     tables = []
     with snapshot(catalog) as shot:
+        if sweep and not shot.query("SELECT 1 FROM runs WHERE sweep = ? LIMIT 1", args)[1]:
+            raise BadInput(f"no run of sweep {sweep!r} in catalog {locate(catalog).uri}")
         tables.append(
             (
                 "runs",

@@ -35,7 +35,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 
+from puzzlesweep import puzzles
+from puzzlesweep.core import make_params
 from puzzlesweep.flows.spec import Job
+from puzzlesweep.puzzles import Instance
 from puzzlesweep.solvers import Limits
 
 #: Estimated seconds of work per batch, at least: keeps the per-batch overhead under ~5%.
@@ -84,6 +87,12 @@ class Batch:
     def params(self) -> tuple[dict, ...]:
         """The parameters of the batch's instances, in order."""
         return tuple(json.loads(self.params_json))
+
+    def instances(self) -> list[Instance]:
+        """The batch's instances, in order, rebuilt from their parameters (validated
+        again by the family's model: a worker trusts no handle)."""
+        model = puzzles.get(self.family).Params
+        return [Instance(self.family, make_params(model, raw)) for raw in self.params]
 
 
 class Planner:
@@ -168,12 +177,13 @@ class Planner:
     def seconds_left(self, in_flight: dict[int, tuple[int, float]]) -> float | None:
         """Estimated wall seconds until every job is done, shared by the workers, or None
         before any group is measured. Counted: the jobs not handed out and those of
-        `in_flight` ({batch number: (its jobs not finished yet, seconds since it went
-        out)}), each at its group's measured seconds per job; a group not measured yet
-        at the mean of the measured ones, capped by its time limit. A batch of such a
-        group that has run t seconds is expected to need at least as long again, and no
-        more than its time limits allow, so a long probe never reads as nearly done.
-        Safe to call from another thread than the one handing out batches."""
+        `in_flight` ({batch number: (its jobs not finished yet, seconds since its last
+        job finished, or since it went out)}), each at its group's measured seconds per
+        job (a group not measured yet at the mean of the measured ones, capped by its
+        time limit). The job a batch is on now, running t seconds, is expected to need
+        at least as long again, and no more than its time limit leaves: a long instance
+        in a group of quick ones never reads as nearly done. Safe to call from another
+        thread than the one handing out batches."""
         measured = dict(self.measured)
         if not measured:
             return None
@@ -189,11 +199,9 @@ class Planner:
             group = out.get(number)
             if group is None or not jobs:
                 continue
-            ahead = jobs * cost(group)
-            if group not in per_job:
-                most = max(jobs * group[2].time_limit - running, 0.0)
-                ahead = min(max(ahead - running, min(running, most)), most)
-            work += ahead
+            limit_left = max(group[2].time_limit - running, 0.0)
+            current = max(cost(group) - running, min(running, limit_left))
+            work += (jobs - 1) * cost(group) + current
         return work / self.workers
 
     def _group(self) -> tuple | None:

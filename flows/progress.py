@@ -76,10 +76,10 @@ class Progress:
     """The progress of one run of `total` instances of sweep `sweep`.
 
     estimate(in_flight): seconds left, given {batch number: (instances of it not
-    reported yet, seconds since it went out)} for the batches out (the planner's
-    `seconds_left`); None while there is no estimate. Thread-safe: workers' reports
-    arrive in the Dask client's thread. The latest Progress made in this process is the
-    one `current()` reads."""
+    reported yet, seconds since its last report or since it went out)} for the batches
+    out (the planner's `seconds_left`); None while there is no estimate. Thread-safe:
+    workers' reports arrive in the Dask client's thread. The latest Progress made in
+    this process is the one `current()` reads."""
 
     run_id: str
     sweep: str
@@ -89,7 +89,8 @@ class Progress:
     committed: int = 0
     started: float = field(default_factory=time.perf_counter)
     artifact: object = None
-    _out: dict[int, list] = field(default_factory=dict)  # number -> [size, reported, sent at]
+    # batch number -> [size, reported, when it went out or last reported an instance]
+    _out: dict[int, list] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -120,6 +121,7 @@ class Progress:
             if number not in self._out:
                 return
             self._out[number][1] += instances
+            self._out[number][2] = time.perf_counter()  # the batch's next job starts now
         self._notify()
 
     def batch_done(self, number: int, instances: int, counts: dict[str, int]) -> Standing:

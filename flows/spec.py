@@ -58,7 +58,7 @@ class Study(BaseModel):
     model_config = ConfigDict(extra="forbid")
     family: str
     solver: str | None = None
-    time_limit: float = Field(60.0, gt=0)
+    time_limit: float = Field(60.0, gt=0, allow_inf_nan=False)
     node_limit: int | None = Field(None, ge=1)
     count: bool = False
     grid: dict[str, Any]

@@ -110,11 +110,11 @@ def solve_batch(
             catalog_path,
             "SELECT status, verified FROM results WHERE run_id = ? AND family = ? "
             "AND params_key IN (SELECT unnest(?))",
-            [batch.run_id, batch.family, _params_keys(batch, family)],
+            [batch.run_id, batch.family, [i.params_key for i in batch.instances()]],
         )
         rows = [{"status": status, "verified": verified} for status, verified in rows]
     else:
-        rows = _solve_rows(batch, family, memory_limit, topic)
+        rows = _solve_rows(batch, memory_limit, topic)
         try:
             catalog.write_batch(catalog_path, family.Params, rows, app_id)
         except Exception as exc:
@@ -126,26 +126,14 @@ def solve_batch(
     return _report(app_id, rows, attempt, time.perf_counter() - started)
 
 
-def _params_keys(batch: Batch, family) -> list[str]:
-    """The params keys of the instances of `batch`."""
-    from puzzlesweep.core import make_params
-    from puzzlesweep.puzzles import Instance
-
-    return [
-        Instance(batch.family, make_params(family.Params, raw)).params_key for raw in batch.params
-    ]
-
-
-def _solve_rows(batch: Batch, family, memory_limit: int | None, topic: str | None) -> list[dict]:
+def _solve_rows(batch: Batch, memory_limit: int | None, topic: str | None) -> list[dict]:
     """The catalog rows of every instance of `batch`, each solved and verified in this
     thread's child process."""
-    from puzzlesweep.core import make_params
     from puzzlesweep.flows.isolate import child_for_thread
     from puzzlesweep.puzzles import Instance
 
     worker, worker_memory = worker_identity()
     child = child_for_thread(memory_limit or worker_memory)
-    instances = [Instance(batch.family, make_params(family.Params, raw)) for raw in batch.params]
 
     def solve_canonical(canonical: Instance) -> dict:
         request = {
@@ -158,7 +146,7 @@ def _solve_rows(batch: Batch, family, memory_limit: int | None, topic: str | Non
         }
         return {**empty_row(canonical, batch.solver, batch.limits), **child.solve(request)}
 
-    rows = solve_classes(instances, solve_canonical, report_to(topic, batch.number))
+    rows = solve_classes(batch.instances(), solve_canonical, report_to(topic, batch.number))
     for row in rows:
         row.update(
             run_id=batch.run_id,
@@ -357,6 +345,8 @@ def run_sweep(
             spec_path, catalog_path, force, max_instances, allow_concurrent, batch_size
         )
         run.announce = say
+        jobs = len(run.plan.jobs)
+        say(f"sweep {run.plan.name}: {jobs} instances from {spec_path} into {catalog_path}")
         try:
             idle = not address and not run.todo
             if idle:  # every instance is in the catalog: the run only records that
@@ -365,6 +355,8 @@ def run_sweep(
                 cluster = dask_cluster(address, workers, dashboard_address, connect_timeout)
             with cluster as (scheduler, dashboard, found):
                 run.manifest["dask_dashboard_url"] = dashboard
+                if dashboard:
+                    run.write()  # the link is on the dashboard now, not at the next heartbeat
                 if scheduler:
                     link = dashboard or "(none)"
                     say(f"Dask scheduler {scheduler}, {found} workers, dashboard {link}")

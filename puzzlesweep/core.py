@@ -63,6 +63,8 @@ def validation_message(error: ValidationError, model: type[BaseModel] | None = N
         message = item["msg"].removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":
             message = "unknown key"
+        elif item["type"] == "missing":
+            message = "required, but not given"
         clause = f"{where}: {message}"
         if item["type"] != "missing" and not isinstance(item.get("input"), dict):
             clause += f" (got {item.get('input')!r})"

@@ -7,6 +7,7 @@ solitaire on any board). All take the same `Limits` and return the same
 here imports a family, Prefect or Dask.
 """
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,8 +33,10 @@ class Limits:
     threads: int = 1
 
     def __post_init__(self) -> None:
-        if not self.time_limit > 0:
-            raise ValueError(f"time_limit must be > 0 seconds, got {self.time_limit}")
+        if not 0 < self.time_limit < math.inf:
+            raise ValueError(
+                f"time_limit must be a finite number of seconds > 0, got {self.time_limit}"
+            )
         if self.node_limit is not None and self.node_limit < 1:
             raise ValueError(f"node_limit must be >= 1, got {self.node_limit}")
 

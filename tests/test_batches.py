@@ -109,3 +109,11 @@ def test_a_long_probe_never_reads_as_nearly_done():
     assert planner.seconds_left({probe.number: (1, 10.0)}) == 10.0  # as long again
     assert planner.seconds_left({probe.number: (1, 50.0)}) == 10.0  # its limit leaves 10
     assert planner.seconds_left({probe.number: (1, 70.0)}) == 0.0
+    # The same in a measured group: a batch of 3 quick boards whose current board has
+    # run 30 s counts it as 30 s more (its limit leaves 30), the other two at 0.1 s.
+    planner = Planner(quick, "r", "s", workers=1)
+    first = planner.next()
+    planner.record(first, 0.1 * len(first.params))
+    batch = planner.next()
+    left = planner.seconds_left({batch.number: (3, 30.0)})
+    assert abs(left - (30.0 + 2 * 0.1 + 0.1 * planner.left[next(iter(planner.left))])) < 1e-9

@@ -62,7 +62,8 @@ def test_text_output_draws_the_solution():
         (["peg_solitaire", "side=5", "start=16"], "start hole 16 is not on T_5"),
         (["domination", "rows=8", "cols"], "'cols' is not of the form key=value"),
         (["domination", "rows=8", "cols=8", "--solver", "backtrack"], "solver auto, highs, scip"),
-        (["domination", "rows=8", "cols=8", "--time-limit", "0"], "time_limit must be > 0"),
+        (["domination", "rows=8", "cols=8", "--time-limit", "0"], "time_limit must be a finite"),
+        (["domination", "rows=8", "cols=8", "--time-limit", "inf"], "got inf"),
         (
             ["domination", "rows=8", "cols=8", "colour=2"],
             "colour: unknown key (got 2); the keys are piece, rows, cols, variant",

@@ -61,7 +61,7 @@ def spec(family: str, grid: str, head: str = "") -> str:
     "text, words",
     [
         (spec("sudoku", "n = 3"), ["study 1", "unknown family 'sudoku'"]),
-        (spec("domination", "rows = 3"), ["study 1 (domination)", "cols", "Field required"]),
+        (spec("domination", "rows = 3"), ["study 1 (domination)", "cols: required, but not given"]),
         (
             spec("monochromatic_lines", "n = 3\nd = 3\ncounts = [14, 12]"),
             ["study 1 (monochromatic_lines)", "counts must sum to n^d = 27"],
@@ -73,7 +73,7 @@ def spec(family: str, grid: str, head: str = "") -> str:
             spec("domination", "rows = 3\ncols = 3", 'solver = "backtrack"\n'),
             ["supports solver auto, highs, scip"],
         ),
-        ('[[study]]\nfamily = "domination"\n', ["name: Field required"]),
+        ('[[study]]\nfamily = "domination"\n', ["name: required, but not given"]),
         (
             spec("domination", "rows = 3\ncols = 3", "time_limt = 60\n"),
             [
@@ -100,7 +100,7 @@ def test_invalid_specs_name_the_problem(text, words):
     "body, word",
     [
         (spec("sudoku", "n = 3"), "unknown family 'sudoku'"),
-        (spec("domination", "rows = 3"), "cols: Field required"),
+        (spec("domination", "rows = 3"), "cols: required, but not given"),
         (spec("monochromatic_lines", "n = 3\nd = 3\ncounts = [14, 12]"), "counts must sum"),
     ],
 )

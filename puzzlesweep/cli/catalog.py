@@ -231,6 +231,10 @@ def dashboard(
 
     catalog_path = location or catalog.default_catalog()
     try:
+        catalog.locate(catalog_path)  # a file, or a URL scheme delta-rs does not know
+    except BadInput as exc:
+        raise fail(str(exc)) from None
+    try:
         server = make_server(catalog_path, host, port, refresh)
     except OSError as exc:
         raise fail(f"cannot listen on {host}:{port}: {exc.strerror}") from None
@@ -242,6 +246,3 @@ def dashboard(
         pass
     finally:
         server.server_close()
-
-
-#: Offline, quiet defaults for Prefect and Dask, set before they are imported (any can be

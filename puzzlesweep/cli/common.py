@@ -108,7 +108,11 @@ def cell_text(value: Any) -> str:
 
 
 def print_rows(title: str | None, columns: list[str], rows: list[tuple]) -> None:
-    table = Table(*columns, title=title)
+    """Print `rows` as a table under `title`; a value too wide for its column is folded
+    onto more lines, never cut (a run id must stay whole to be queried)."""
+    from rich.table import Column
+
+    table = Table(*(Column(c, overflow="fold") for c in columns), title=title)
     for row in rows:
         table.add_row(*map(cell_text, row))
     out.print(table)

@@ -64,7 +64,7 @@ def progress_display(every_seconds: float = 10.0):
         return
 
     def line() -> None:
-        if (s := current()) is None:
+        if (s := current()) is None or not s.total:  # nothing to solve: nothing to say
             return
         left = _left(s.seconds_left)
         err.print(

@@ -112,7 +112,6 @@ def run(
         quiet_dask()
         if address:
             check_address(address)
-        err.print(f"sweep {plan.name}: {len(plan.jobs)} instances from {spec} into {catalog_path}")
         with progress_display():
             report = run_sweep(
                 spec,
