@@ -182,8 +182,9 @@ class Planner:
         job (a group not measured yet at the mean of the measured ones, capped by its
         time limit). The job a batch is on now, running t seconds, is expected to need
         at least as long again, and no more than its time limit leaves: a long instance
-        in a group of quick ones never reads as nearly done. Safe to call from another
-        thread than the one handing out batches."""
+        in a group of quick ones never reads as nearly done. No estimate is shorter than the
+        longest batch out (a batch runs on one worker). Safe to call from another thread
+        than the one handing out batches."""
         measured = dict(self.measured)
         if not measured:
             return None
@@ -194,15 +195,16 @@ class Planner:
             return per_job[group] if group in per_job else min(prior, group[2].time_limit)
 
         work = sum(left * cost(g) for g, left in dict(self.left).items())
-        out = dict(self.out)
+        out, longest = dict(self.out), 0.0
         for number, (jobs, running) in in_flight.items():
             group = out.get(number)
             if group is None or not jobs:
                 continue
             limit_left = max(group[2].time_limit - running, 0.0)
             current = max(cost(group) - running, min(running, limit_left))
-            work += (jobs - 1) * cost(group) + current
-        return work / self.workers
+            ahead = (jobs - 1) * cost(group) + current
+            work, longest = work + ahead, max(longest, ahead)
+        return max(work / self.workers, longest)  # one batch runs on one worker
 
     def _group(self) -> tuple | None:
         """The group of the next batch (counting it as a probe when it is one), or None."""

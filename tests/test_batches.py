@@ -109,6 +109,12 @@ def test_a_long_probe_never_reads_as_nearly_done():
     assert planner.seconds_left({probe.number: (1, 10.0)}) == 10.0  # as long again
     assert planner.seconds_left({probe.number: (1, 50.0)}) == 10.0  # its limit leaves 10
     assert planner.seconds_left({probe.number: (1, 70.0)}) == 0.0
+    # With two workers the lone box still needs its own 10 s: a batch runs on one worker.
+    planner = Planner([box, *quick], "r", "s", workers=2)
+    probe = planner.next()
+    while (batch := planner.next()) is not None:
+        planner.record(batch, 0.1 * len(batch.params))
+    assert planner.seconds_left({probe.number: (1, 10.0)}) == 10.0
     # The same in a measured group: a batch of 3 quick boards whose current board has
     # run 30 s counts it as 30 s more (its limit leaves 30), the other two at 0.1 s.
     planner = Planner(quick, "r", "s", workers=1)
