@@ -17,8 +17,26 @@ BIN = Path(sys.executable).parent
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
+    """A TCP port on 127.0.0.1 that nothing listens on right now, chosen below the
+    kernel's ephemeral range: a port from that range (what binding port 0 gives) can be
+    taken by any outgoing connection before the server that was meant to listen on it
+    starts (seen: SeaweedFS's S3 gateway, `bind: address already in use`)."""
+    import random
+
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as ports:
+            ephemeral = int(ports.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral = 32768
+    for _ in range(200):
+        port = random.randrange(20000, max(ephemeral, 20001))
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as sock:  # a crowded range: let the kernel choose
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
 
