@@ -77,10 +77,18 @@ def worker_events(
             yield
         finally:
             client.unsubscribe_topic(topic)
-            try:
-                client.run(send_logs)
-            except Exception:  # noqa: BLE001 (a lost worker has nothing more to send)
-                pass
+            # at most 6 s, also when the scheduler or a worker is gone
+            sending = threading.Thread(target=_send_logs_on, args=(client,), daemon=True)
+            sending.start()
+            sending.join(6.0)
+
+
+def _send_logs_on(client) -> None:
+    """`send_logs` on every worker of `client`; a lost worker has nothing more to send."""
+    try:
+        client.run(send_logs)
+    except Exception:  # noqa: BLE001
+        pass
 
 
 async def send_logs() -> None:

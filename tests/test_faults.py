@@ -28,9 +28,11 @@ GIB = 2**30
 
 
 def start(spec: Path, results: Path, env: dict, log: Path, *extra: str) -> subprocess.Popen:
-    """`puzzlesweep run SPEC` with batches of one on 2 workers, in its own session (its
-    process group is what the test signals and cleans up)."""
-    args = [*CLI, "run", str(spec), "--catalog", str(results), "--workers", "2"]
+    """`puzzlesweep run SPEC` with batches of one, on 2 local workers unless `extra`
+    names an `--address`, in its own session (its process group is what the test
+    signals and cleans up)."""
+    args = [*CLI, "run", str(spec), "--catalog", str(results)]
+    args += [] if "--address" in extra else ["--workers", "2"]
     args += ["--batch-size", "1", "--dashboard-address", "127.0.0.1:0", *extra]
     with open(log, "w") as sink:
         return subprocess.Popen(
