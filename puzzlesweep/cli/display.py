@@ -22,6 +22,22 @@ def _left(seconds: float | None) -> str:
 
 
 @contextmanager
+def _every(seconds: float, draw):
+    """Call `draw()` every `seconds` on a daemon thread while the block runs."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(seconds):
+            draw()
+
+    threading.Thread(target=loop, name="progress-display", daemon=True).start()
+    try:
+        yield
+    finally:
+        stop.set()
+
+
+@contextmanager
 def progress_display(every_seconds: float = 10.0):
     """While a sweep runs in this process: a rich progress bar (done, total, rate, the
     planner's estimate of the time left) on a terminal, redrawn as instances finish and
@@ -32,7 +48,6 @@ def progress_display(every_seconds: float = 10.0):
 
     from puzzlesweep.flows.progress import current, listen
 
-    ticking = threading.Event()
     if err.is_terminal:
         bar = Progress(
             TextColumn("solving"),
@@ -47,20 +62,16 @@ def progress_display(every_seconds: float = 10.0):
             rate = f"{s.rate * 60:.1f}/min"
             bar.update(task, completed=s.done, total=s.total, rate=rate, left=_left(s.seconds_left))
 
-        def tick() -> None:
-            while not ticking.wait(1.0):
-                if (s := current()) is not None:
-                    show(s)
+        def redraw() -> None:
+            if (s := current()) is not None:
+                show(s)
 
-        with bar:
-            stop = listen(show)
-            timer = threading.Thread(target=tick, name="progress-bar", daemon=True)
-            timer.start()
-            try:
+        stop = listen(show)
+        try:
+            with bar, _every(1.0, redraw):
                 yield
-            finally:
-                stop()
-                ticking.set()
+        finally:
+            stop()
         return
 
     def line() -> None:
@@ -72,16 +83,10 @@ def progress_display(every_seconds: float = 10.0):
             highlight=False,
         )
 
-    def tick() -> None:
-        while not ticking.wait(every_seconds):
-            line()
-
-    timer = threading.Thread(target=tick, name="progress-lines", daemon=True)
-    timer.start()
     try:
-        yield
+        with _every(every_seconds, line):
+            yield
     finally:
-        ticking.set()
         line()
 
 
