@@ -187,22 +187,31 @@ def count_optima(instance: Instance, result: SolverResult, limits: Limits) -> di
     the board's symmetries (`family.symmetries`), counted exactly by SCIP
     (`solvers.scip.count`, Burnside's lemma) on the family's model under its own
     `limits.time_limit` seconds. Equivalent instances have the same numbers (a symmetry
-    of the parameters is a bijection of their solutions). Both None, with `error` saying
-    why, when the count ran out of time; {} for a result that is not optimal."""
+    of the parameters is a bijection of their solutions). When the count fails (it ran
+    out of time, or SCIP or Burnside's lemma failed) both are None and `error` is
+    "count: <reason>": the optimum itself stands. {} for a result that is not optimal.
+    Never raises."""
     if result.status != "optimal" or result.objective is None:
         return {}
     from puzzlesweep.solvers import scip
 
     family = puzzles.get(instance.family)
     params = family.canonical(instance.params)
-    found = scip.count(family.model(params), result.objective, family.symmetries(params), limits)
+    try:
+        model, symmetries = family.model(params), family.symmetries(params)
+        found = scip.count(model, result.objective, symmetries, limits)
+    except ValueError as exc:  # Burnside's sum is not divisible by the group order
+        return _no_count(str(exc))
+    except Exception as exc:  # a crashed count must not lose the optimum either
+        return _no_count(f"{type(exc).__name__}: {exc}")
     if not found.complete:
-        return {
-            "solutions": None,
-            "inequivalent": None,
-            "error": f"count: stopped at the time limit after {found.seconds:.1f} s",
-        }
+        return _no_count(f"stopped at the time limit after {found.seconds:.1f} s")
     return {"solutions": found.solutions, "inequivalent": found.inequivalent}
+
+
+def _no_count(reason: str) -> dict[str, Any]:
+    """The count fields of a count that failed for `reason`."""
+    return {"solutions": None, "inequivalent": None, "error": f"count: {reason}"}
 
 
 def check_count(family: str, solver: str) -> None:

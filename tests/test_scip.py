@@ -132,6 +132,58 @@ def test_burnside_rejects_permutations_that_are_not_a_group():
         scip.count(domination.model(p), 8, [list(range(36)), quarter, quarter], Limits(10))
 
 
+def bishops(**raw) -> Instance:
+    return Instance(
+        "domination",
+        make_params(puzzles.get("domination").Params, {"piece": "bishop", "rows": 4, **raw}),
+    )
+
+
+def test_bishop_counts_are_not_doubled_by_scip_probing():
+    # Bishops on 4×4 (issue 25, an independent enumeration, and the family's own
+    # `exhaustive_count`): 4 bishops dominate; 25 minimum dominating sets, 5 up to the
+    # square's 8 symmetries, whose fixed sets are 25, 1, 5, 5, 1, 1, 1, 1 (sum 40 = 8·5).
+    # Total domination of the same board: 1 set, 1 class. SCIP's probing in presolve
+    # counted one symmetry's fixed set twice (sum 41, no orbit count at all).
+    domination = puzzles.get("domination")
+    for instance, counts in [
+        (bishops(cols=4), (25, 5)),
+        (bishops(cols=4, variant="total"), (1, 1)),
+    ]:
+        row = solve_instance(instance, "scip", Limits(60), count=True)
+        assert (row["status"], row["objective"], row["error"]) == ("optimal", 4, None)
+        assert (row["solutions"], row["inequivalent"]) == counts
+        assert domination.exhaustive_count(instance.params) == counts
+    params = bishops(cols=4).params
+    model = domination.model(params)
+    fixed = [scip._count_once(model, 4, g, 60) for g in domination.symmetries(params)]
+    assert sorted(fixed) == sorted([25, 1, 5, 5, 1, 1, 1, 1])
+
+
+def test_a_failed_count_keeps_the_optimum_and_nulls_only_the_counts(monkeypatch):
+    from puzzlesweep.puzzles import domination
+
+    # Knights 6×6 with a "group" of the identity and the quarter turn twice (no group:
+    # Burnside's sum 127 + 3 + 3 = 133 is not divisible by 3) makes the count fail; the
+    # optimum, 8 knights (A006075(6)), its verified cover and bound stay in the row.
+    group = domination.symmetries
+
+    def not_a_group(params):
+        quarter = group(params)[5]
+        return [list(range(36)), quarter, quarter]
+
+    monkeypatch.setattr(domination, "symmetries", not_a_group)
+    row = solve_instance(knights(6), "highs", Limits(60), count=True)
+    assert (row["status"], row["objective"], row["bound"], row["verified"]) == (
+        "optimal",
+        8,
+        8,
+        True,
+    )
+    assert row["solution"] and row["solutions"] is None and row["inequivalent"] is None
+    assert row["error"] == "count: Burnside's sum 133 is not divisible by the group order 3"
+
+
 def test_auto_picks_an_engine_per_size_and_the_row_names_it():
     assert resolve_solver(knights(6), "auto") == "highs"
     assert resolve_solver(knights(14), "auto") == "scip"
