@@ -145,3 +145,60 @@ def test_solve_holds_its_time_limit_from_the_start_of_building_the_model(tmp_pat
     assert code == 0 and seconds < 3 + 10 + 15, output  # limit, grace, start-up
     assert "status time_limit" in output and "stopped: " in output, output
     assert peak < 2 * GIB
+
+
+def _solver_child(process: subprocess.Popen, timeout: float = 120):
+    """The solver child (`python -m puzzlesweep.flows.isolate`) of the `solve` command
+    this test started, once it exists."""
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for child in psutil.Process(process.pid).children(recursive=True):
+            try:
+                if "puzzlesweep.flows.isolate" in child.cmdline():
+                    return child
+            except psutil.NoSuchProcess:
+                continue
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.1)
+    raise AssertionError("no solver child appeared")
+
+
+def test_solve_json_prints_the_error_row_when_its_solver_process_dies(tmp_path):
+    # A dead child answers only some fields; `--json` printed a KeyError traceback
+    # ('instance_key') instead of the error row.
+    args = ["solve", "no_k_in_row", "dims=6,7,6", "k=5", "--time-limit", "300", "--json"]
+    process = subprocess.Popen(
+        [*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT
+    )
+    try:
+        _solver_child(process).kill()
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 1, stderr
+    row = json.loads(stdout)
+    assert row["status"] == "error" and row["params"] == {"dims": [6, 7, 6], "k": 5}
+    assert row["instance_key"] and row["objective"] is None and row["solution"] is None
+    assert "Traceback" not in stderr and "killed by SIGKILL" in stderr, stderr
+
+
+def test_solve_json_prints_the_row_of_a_solver_process_killed_past_its_time_limit(tmp_path):
+    # Building this model outlasts the time limit and its grace, so the child is killed.
+    code, seconds, peak, output = measured(
+        tmp_path,
+        "solve",
+        "monochromatic_lines",
+        "n=10",
+        "d=6",
+        "counts=500000,500000",
+        "--time-limit",
+        "3",
+        "--json",
+    )
+    assert code == 0 and "Traceback" not in output, output
+    row = json.loads(output.splitlines()[0])
+    assert row["status"] == "time_limit" and row["instance_key"] and row["solution"] is None
+    assert row["params"]["counts"] == [500000, 500000]
+    assert "stopped: killed after" in output, output
