@@ -202,3 +202,41 @@ def test_solve_json_prints_the_row_of_a_solver_process_killed_past_its_time_limi
     assert row["status"] == "time_limit" and row["instance_key"] and row["solution"] is None
     assert row["params"]["counts"] == [500000, 500000]
     assert "stopped: killed after" in output, output
+
+
+def test_spec_files_are_read_with_a_bound(tmp_path):
+    # /dev/zero was read until the kernel killed it at 24 GB; /dev/urandom hung.
+    from puzzlesweep.flows.spec import MAX_SPEC_BYTES
+
+    large = tmp_path / "large.toml"
+    large.write_text('name = "x"\n' + "# padding\n" * (MAX_SPEC_BYTES // 10))
+    for path in ("/dev/zero", "/dev/urandom", str(large)):
+        for dry in ([], ["--dry-run"]):
+            code, seconds, peak, output = measured(
+                tmp_path, "run", path, "--catalog", str(tmp_path / "results"), *dry
+            )
+            assert code == 2, output
+            assert output.strip() == f"error: {path}: the spec is larger than 1 MiB"
+            assert peak < GIB
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_dry_run_of_a_spec_beyond_what_a_run_can_plan_is_refused_by_counting(tmp_path):
+    # 10^8 instances allowed by max_instances: the dry run made every one of them and was
+    # killed at 22.6 GB (2,000,000 took 2.7 GB); counting refuses it before any is made.
+    spec = tmp_path / "huge.toml"
+    spec.write_text(
+        'name = "huge"\nmax_instances = 100000000\n[[study]]\nfamily = "no_k_in_row"\n'
+        '[study.grid]\ndims = 6\nk = "1..100000000"\n'
+    )
+    for dry in (["--dry-run"], []):
+        code, seconds, peak, output = measured(
+            tmp_path, "run", str(spec), "--catalog", str(tmp_path / "results"), *dry
+        )
+        assert code == 2, output
+        assert output.strip() == (
+            f"error: {spec}: study 1 (no_k_in_row): the spec stands for more than "
+            "1,000,000 instances, the most one run can plan; split it into several sweeps"
+        )
+        assert peak < GIB
+    assert not (tmp_path / "results").exists()
