@@ -28,7 +28,8 @@ the family (`rows = "1..100000000"` names the first invalid end at once), and th
 instances a spec stands for are counted without materialising them (ranges by their
 length, family words such as `counts = "all"` by the family's `expand_count` when it has
 one) and refused above a limit: `max_instances` in the spec, or `--max-instances` on the
-command line, default `MAX_INSTANCES`.
+command line, default `MAX_INSTANCES`, and never above `MAX_PLANNED`. The file itself is
+read only up to `MAX_SPEC_BYTES`.
 """
 
 import itertools
@@ -50,12 +51,19 @@ from puzzlesweep.solvers import Limits
 RANGE = re.compile(r"^\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*$")
 #: Instances a spec may stand for unless it (or the command line) allows more.
 MAX_INSTANCES = 20_000
+#: Instances one run (or dry run) may plan whatever is allowed: every job is made and
+#: held in memory before any work (about 1.3 KB each; 2,000,000 took 2.7 GB and 156 s).
+MAX_PLANNED = 1_000_000
+#: Bytes a spec file may hold (a spec is a few lines; /dev/zero is not one).
+MAX_SPEC_BYTES = 2**20
 
 
 class Study(BaseModel):
-    """One family, one solver, one set of limits, one grid."""
+    """One family, one solver, one set of limits, one grid. Values are taken as typed
+    (strict: `count = "yes"` is not a boolean, `node_limit = true` not an integer; an
+    integer is still a valid float)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     family: str
     solver: str | None = None
     time_limit: float = Field(60.0, gt=0, allow_inf_nan=False)
@@ -65,9 +73,10 @@ class Study(BaseModel):
 
 
 class Spec(BaseModel):
-    """A sweep: a name (letters, digits, `._-`) and one or more studies."""
+    """A sweep: a name (letters, digits, `._-`) and one or more studies (strict, as
+    `Study`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
     max_instances: int | None = Field(None, ge=1)
     study: list[Study] = Field(min_length=1)
@@ -154,14 +163,36 @@ def _list_valued(module) -> set[str]:
     }
 
 
+def split_ties(grid: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """(the grid's free entries, {tied key: the free key it takes its value from}).
+
+    A tie `"=key"` may name another tied key; the chain is followed to a free key.
+    Raises ValueError (one line, prefixed by the tied key) for a tie to a key the grid
+    does not have, or a cycle of ties (`rows = "=cols"` with `cols = "=rows"`)."""
+    named = {k: v[1:] for k, v in grid.items() if isinstance(v, str) and v.startswith("=")}
+    ties = {}
+    for key, target in named.items():
+        chain = [key]
+        while target in named and target not in chain:
+            chain.append(target)
+            target = named[target]
+        if target in chain:
+            cycle = " -> ".join([*chain, target])
+            raise ValueError(f"{key}: the ties form a cycle ({cycle}), so no key has a value")
+        if target not in grid:
+            raise ValueError(f"{key}: tied to {target!r}, which is not a grid key")
+        ties[key] = target
+    return {k: v for k, v in grid.items() if k not in named}, ties
+
+
 def check_ranges(family: str, grid: dict[str, Any]) -> None:
     """Raise ValueError (prefixed by the key) when an end of a range `"a..b"` is not a
     valid value of the family: each end is tried with the first value of every other
     key (ties follow), and only an error of that key (or of a key tied to it) counts."""
     module = puzzles.get(family)
     list_valued = _list_valued(module)
-    ties = {k: v[1:] for k, v in grid.items() if isinstance(v, str) and v.startswith("=")}
-    base = {k: _first(v, k in list_valued) for k, v in grid.items() if k not in ties}
+    free, ties = split_ties(grid)
+    base = {k: _first(v, k in list_valued) for k, v in free.items()}
     for key, value in grid.items():
         match = RANGE.match(value) if isinstance(value, str) else None
         if key in ties or not match or key not in module.Params.model_fields:
@@ -169,7 +200,7 @@ def check_ranges(family: str, grid: dict[str, Any]) -> None:
         mine = {key} | {k for k, target in ties.items() if target == key}
         for end in (int(match[2]), int(match[1])):
             probe = {**base, key: end}
-            probe.update({k: probe.get(t) for k, t in ties.items()})
+            probe.update({k: probe[t] for k, t in ties.items()})
             try:
                 module.Params.model_validate(probe)
             except ValidationError as exc:
@@ -188,8 +219,7 @@ def count_grid(family: str, grid: dict[str, Any], cap: int) -> int:
     expanding the point. Raises ValueError as `expand_grid` does."""
     module = puzzles.get(family)
     list_valued = _list_valued(module)
-    ties = {k: v[1:] for k, v in grid.items() if isinstance(v, str) and v.startswith("=")}
-    free = {k: v for k, v in grid.items() if k not in ties}
+    free, ties = split_ties(grid)
     product = 1
     for key, value in free.items():
         size = _size(value, key in list_valued)
@@ -227,33 +257,15 @@ def _points(free: dict, ties: dict, list_valued: set[str]):
 def expand_grid(family: str, grid: dict[str, Any]) -> list[dict[str, Any]]:
     """Every raw parameter dict of a grid (product, ranges, ties, family words).
 
-    Raises ValueError (prefixed by the key) for an empty range or list or a tie to a
-    missing key."""
+    Raises ValueError (prefixed by the key) for an empty range or list, a tie to a
+    missing key or a cycle of ties (`split_ties`)."""
     module = puzzles.get(family)
-    fields = module.Params.model_fields
-    list_valued = {
-        name
-        for name, info in fields.items()
-        if typing.get_origin(info.annotation) is list
-        or any(typing.get_origin(a) is list for a in typing.get_args(info.annotation))
-    }
-    ties = {k: v[1:] for k, v in grid.items() if isinstance(v, str) and v.startswith("=")}
-    free = {}
-    for key, value in grid.items():
-        if key in ties:
-            if ties[key] not in grid or ties[key] in ties:
-                raise ValueError(f"{key}: tied to {ties[key]!r}, which is not a grid key")
-            continue
-        try:
-            free[key] = _values(key, value, key in list_valued)
-        except ValueError as exc:
-            raise ValueError(f"{key}: {exc}") from None
-    points = []
-    for combo in itertools.product(*free.values()):
-        point = dict(zip(free, combo, strict=True))
-        point.update({key: point[target] for key, target in ties.items()})
-        points.extend(module.expand(point))
-    return points
+    free, ties = split_ties(grid)
+    return [
+        params
+        for point in _points(free, ties, _list_valued(module))
+        for params in module.expand(point)
+    ]
 
 
 def parse(text: str, source: str = "<spec>", max_instances: int | None = None) -> Sweep:
@@ -263,7 +275,7 @@ def parse(text: str, source: str = "<spec>", max_instances: int | None = None) -
     Before anything is expanded, the ends of every range are checked (`check_ranges`)
     and the instances of all studies counted (`count_grid`): more than `max_instances`
     (else the spec's `max_instances`, else `MAX_INSTANCES`) raises BadInput saying how
-    to allow more."""
+    to allow more, and more than `MAX_PLANNED` raises BadInput whatever is allowed."""
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -272,7 +284,8 @@ def parse(text: str, source: str = "<spec>", max_instances: int | None = None) -
         spec = Spec.model_validate(raw)
     except ValidationError as exc:
         raise BadInput(f"{source}: {validation_message(exc, Spec)}") from None
-    limit = max_instances or spec.max_instances or MAX_INSTANCES
+    allowed = max_instances or spec.max_instances or MAX_INSTANCES
+    limit = min(allowed, MAX_PLANNED)
     planned = 0
     for number, study in enumerate(spec.study, 1):
         where = f"{source}: study {number} ({study.family})"
@@ -282,10 +295,13 @@ def parse(text: str, source: str = "<spec>", max_instances: int | None = None) -
         except (BadInput, ValueError) as exc:
             raise BadInput(f"{where}: {exc}") from None
         if planned > limit:
-            raise BadInput(
-                f"{where}: the spec stands for more than {limit:,} instances; narrow its "
-                "grids, or allow more with max_instances = N in the spec or --max-instances N"
+            how = (
+                "; narrow its grids, or allow more with max_instances = N in the spec or "
+                "--max-instances N"
+                if allowed <= MAX_PLANNED
+                else ", the most one run can plan; split it into several sweeps"
             )
+            raise BadInput(f"{where}: the spec stands for more than {limit:,} instances{how}")
     jobs: dict[tuple, Job] = {}
     for number, study in enumerate(spec.study, 1):
         where = f"{source}: study {number} ({study.family})"
@@ -300,7 +316,7 @@ def parse(text: str, source: str = "<spec>", max_instances: int | None = None) -
         limits = Limits(study.time_limit, study.node_limit)
         for point in points:
             try:
-                params = make_params(module.Params, point)
+                params = make_params(module.Params, point, strict=True)
             except BadInput as exc:
                 raise BadInput(f"{where}: {exc}") from None
             instance = Instance(study.family, params)
@@ -312,11 +328,17 @@ def parse(text: str, source: str = "<spec>", max_instances: int | None = None) -
 
 def load(path: str | Path, max_instances: int | None = None) -> Sweep:
     """`parse` the spec file at `path` (with `max_instances`); raises BadInput if it
-    cannot be read, is not UTF-8 text, or is too large."""
+    cannot be read, is not UTF-8 text, or holds more than `MAX_SPEC_BYTES` (only that
+    much is read: `/dev/zero` is refused at once)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as file:
+            data = file.read(MAX_SPEC_BYTES + 1)
     except OSError as exc:
-        raise BadInput(f"{path}: cannot read the spec: {exc.strerror}") from None
+        raise BadInput(f"{path}: cannot read the spec: {exc.strerror or exc}") from None
+    if len(data) > MAX_SPEC_BYTES:
+        raise BadInput(f"{path}: the spec is larger than {MAX_SPEC_BYTES // 2**20} MiB")
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BadInput(
             f"{path}: the spec is not UTF-8 text (byte {exc.object[exc.start]:#04x} at "

@@ -98,9 +98,11 @@ def _keys_at(model: type[BaseModel] | None, loc: tuple) -> list[str]:
     return list(model.model_fields) if model is not None else []
 
 
-def make_params(model: type[Params], raw: dict[str, Any]) -> Params:
-    """Validate `raw` into `model`; raises BadInput naming each wrong parameter."""
+def make_params(model: type[Params], raw: dict[str, Any], strict: bool = False) -> Params:
+    """Validate `raw` into `model`; raises BadInput naming each wrong parameter. With
+    `strict`, values are taken as typed (pydantic's strict mode: a boolean is not an
+    integer, a string not a number), as a spec file's values are."""
     try:
-        return model.model_validate(raw)
+        return model.model_validate(raw, strict=strict)
     except ValidationError as error:
         raise BadInput(validation_message(error, model)) from None

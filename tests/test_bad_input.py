@@ -145,3 +145,98 @@ def test_solve_holds_its_time_limit_from_the_start_of_building_the_model(tmp_pat
     assert code == 0 and seconds < 3 + 10 + 15, output  # limit, grace, start-up
     assert "status time_limit" in output and "stopped: " in output, output
     assert peak < 2 * GIB
+
+
+def _solver_child(process: subprocess.Popen, timeout: float = 120):
+    """The solver child (`python -m puzzlesweep.flows.isolate`) of the `solve` command
+    this test started, once it exists."""
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for child in psutil.Process(process.pid).children(recursive=True):
+            try:
+                if "puzzlesweep.flows.isolate" in child.cmdline():
+                    return child
+            except psutil.NoSuchProcess:
+                continue
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.1)
+    raise AssertionError("no solver child appeared")
+
+
+def test_solve_json_prints_the_error_row_when_its_solver_process_dies(tmp_path):
+    # A dead child answers only some fields; `--json` printed a KeyError traceback
+    # ('instance_key') instead of the error row.
+    args = ["solve", "no_k_in_row", "dims=6,7,6", "k=5", "--time-limit", "300", "--json"]
+    process = subprocess.Popen(
+        [*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT
+    )
+    try:
+        _solver_child(process).kill()
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 1, stderr
+    row = json.loads(stdout)
+    assert row["status"] == "error" and row["params"] == {"dims": [6, 7, 6], "k": 5}
+    assert row["instance_key"] and row["objective"] is None and row["solution"] is None
+    assert "Traceback" not in stderr and "killed by SIGKILL" in stderr, stderr
+
+
+def test_solve_json_prints_the_row_of_a_solver_process_killed_past_its_time_limit(tmp_path):
+    # Building this model outlasts the time limit and its grace, so the child is killed.
+    code, seconds, peak, output = measured(
+        tmp_path,
+        "solve",
+        "monochromatic_lines",
+        "n=10",
+        "d=6",
+        "counts=500000,500000",
+        "--time-limit",
+        "3",
+        "--json",
+    )
+    assert code == 0 and "Traceback" not in output, output
+    row = json.loads(output.splitlines()[0])
+    assert row["status"] == "time_limit" and row["instance_key"] and row["solution"] is None
+    assert row["params"]["counts"] == [500000, 500000]
+    assert "stopped: killed after" in output, output
+
+
+def test_spec_files_are_read_with_a_bound(tmp_path):
+    # /dev/zero was read until the kernel killed it at 24 GB; /dev/urandom hung.
+    from puzzlesweep.flows.spec import MAX_SPEC_BYTES
+
+    large = tmp_path / "large.toml"
+    large.write_text('name = "x"\n' + "# padding\n" * (MAX_SPEC_BYTES // 10))
+    for path in ("/dev/zero", "/dev/urandom", str(large)):
+        for dry in ([], ["--dry-run"]):
+            code, seconds, peak, output = measured(
+                tmp_path, "run", path, "--catalog", str(tmp_path / "results"), *dry
+            )
+            assert code == 2, output
+            assert output.strip() == f"error: {path}: the spec is larger than 1 MiB"
+            assert peak < GIB
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_dry_run_of_a_spec_beyond_what_a_run_can_plan_is_refused_by_counting(tmp_path):
+    # 10^8 instances allowed by max_instances: the dry run made every one of them and was
+    # killed at 22.6 GB (2,000,000 took 2.7 GB); counting refuses it before any is made.
+    spec = tmp_path / "huge.toml"
+    spec.write_text(
+        'name = "huge"\nmax_instances = 100000000\n[[study]]\nfamily = "no_k_in_row"\n'
+        '[study.grid]\ndims = 6\nk = "1..100000000"\n'
+    )
+    for dry in (["--dry-run"], []):
+        code, seconds, peak, output = measured(
+            tmp_path, "run", str(spec), "--catalog", str(tmp_path / "results"), *dry
+        )
+        assert code == 2, output
+        assert output.strip() == (
+            f"error: {spec}: study 1 (no_k_in_row): the spec stands for more than "
+            "1,000,000 instances, the most one run can plan; split it into several sweeps"
+        )
+        assert peak < GIB
+    assert not (tmp_path / "results").exists()

@@ -117,3 +117,69 @@ def test_run_with_an_invalid_spec_exits_2_and_writes_nothing(tmp_path, body, wor
 def test_run_with_a_missing_spec_exits_2(tmp_path):
     done = cli("run", str(tmp_path / "nowhere.toml"), "--catalog", str(tmp_path / "c"))
     assert done.returncode == 2 and "nowhere.toml: cannot read the spec" in done.stderr
+
+
+PEG_ALL = 'side = 5\nstart = "all"\n'
+
+
+@pytest.mark.parametrize(
+    "family, grid, words",
+    [
+        ("domination", 'rows = 3\ncols = "=nosuch"', "cols: tied to 'nosuch', which is not"),
+        ("domination", 'rows = "=cols"\ncols = "=rows"', "rows: the ties form a cycle"),
+        ("domination", 'rows = "=rows"\ncols = 3', "(rows -> rows)"),
+        ("peg_solitaire", PEG_ALL + 'finish = "=nowhere"', "finish: tied to 'nowhere'"),
+        ("peg_solitaire", PEG_ALL + 'finish = "=question"\nquestion = "=finish"', "a cycle"),
+    ],
+)
+def test_ties_to_a_missing_or_tied_key_are_one_line_errors(family, grid, words):
+    # Each was a KeyError traceback ('nowhere', 'rows') before ties were resolved first.
+    with pytest.raises(BadInput) as error:
+        parse(spec(family, grid), "ties.toml")
+    assert str(error.value).startswith(f"ties.toml: study 1 ({family}): ")
+    assert words in str(error.value) and "\n" not in str(error.value)
+
+
+def test_ties_may_chain_to_a_free_key():
+    sweep = parse(spec("peg_solitaire", 'side = 5\nstart = "=side"\nfinish = "=start"'))
+    assert [job.instance.params.model_dump() for job in sweep.jobs] == [
+        {"side": 5, "start": 5, "finish": "5", "question": "solve"}
+    ]
+
+
+def test_run_with_a_tie_to_a_missing_key_beside_a_family_word_exits_2(tmp_path):
+    path = tmp_path / "tie.toml"
+    path.write_text(spec("peg_solitaire", PEG_ALL + 'finish = "=nowhere"'))
+    catalog = tmp_path / "catalog"
+    for dry in ([], ["--dry-run"]):
+        done = cli("run", str(path), "--catalog", str(catalog), *dry, timeout=120)
+        assert done.returncode == 2, done.stderr  # was 1, with KeyError: 'nowhere'
+        assert done.stderr.strip().splitlines() == [
+            f"error: {path}: study 1 (peg_solitaire): finish: tied to 'nowhere', "
+            "which is not a grid key"
+        ]
+    assert not catalog.exists()
+
+
+@pytest.mark.parametrize(
+    "grid, head, words",
+    [
+        ("rows = true\ncols = 3", "", "rows: Input should be a valid integer (got True)"),
+        ("rows = 3\ncols = 3", 'count = "yes"\n', "count: Input should be a valid boolean"),
+        ("rows = 3\ncols = 3", "node_limit = true\n", "node_limit: Input should be a valid"),
+        ("rows = 3\ncols = 3", 'time_limit = "60"\n', "time_limit: Input should be a valid"),
+        ('rows = "3"\ncols = 3', "", "rows: Input should be a valid integer (got '3')"),
+    ],
+)
+def test_spec_values_are_taken_as_typed_not_converted(grid, head, words):
+    # rows = true ran a 1x3 board, count = "yes" was taken as true
+    with pytest.raises(BadInput) as error:
+        parse(spec("domination", grid, head), "typed.toml")
+    assert words in str(error.value)
+
+
+def test_spec_integers_stay_valid_where_a_float_is_asked():
+    sweep = parse(spec("domination", "rows = 3\ncols = 3", "time_limit = 5\ncount = true\n"))
+    [job] = sweep.jobs
+    assert job.limits.time_limit == 5.0 and job.count is True
+    assert job.instance.params.rows == 3

@@ -63,7 +63,7 @@ def solve(
     from puzzlesweep.core import make_params
     from puzzlesweep.flows.isolate import MIN_MEMORY, Child, Interrupted
     from puzzlesweep.puzzles import Instance
-    from puzzlesweep.solve import check_count, check_solver
+    from puzzlesweep.solve import check_count, check_solver, empty_row
     from puzzlesweep.solvers import Limits
 
     try:
@@ -92,7 +92,8 @@ def solve(
         "count": count,
     }
     try:
-        row = {"params": request["params"], "nodes": None, **child.solve(request)}
+        # a killed or crashed child answers only some fields: the rest stay empty
+        row = {**empty_row(instance, chosen, limits), **child.solve(request)}
     except (KeyboardInterrupt, Interrupted):
         raise fail("interrupted: nothing solved", 130) from None
     finally:
