@@ -5,10 +5,10 @@
 `flows.sweep`), `batch_done` when a batch's rows are committed and `batch_failed` when
 it failed every attempt. It keeps a Prefect progress artifact up to date (percent of
 instances done), publishes a table artifact with the run's counts by status and where
-to look at them when the run ends, and calls every listener registered in this process
-(`listen`), which is how `puzzlesweep run` draws its progress bar. Artifact keys allow
-only lowercase letters, digits and dashes (DESIGN.md), so they are derived from the
-sweep name that way.
+to look at them when the run ends, and hands its standing to the listeners of the run's
+`Control` (`Control.listen`), which is how `puzzlesweep run` draws its progress bar.
+Artifact keys allow only lowercase letters, digits and dashes (DESIGN.md), so they are
+derived from the sweep name that way.
 
 Instances reported by a worker but not committed yet count as done in the display (a
 worker lost before its commit takes them back: its batch is solved again); the run's
@@ -27,6 +27,8 @@ from prefect.artifacts import (
     create_table_artifact,
     update_progress_artifact,
 )
+
+from puzzlesweep.flows.control import Control
 
 
 @dataclass
@@ -48,24 +50,6 @@ class Standing:
         return self.done / self.seconds if self.seconds > 0 else 0.0
 
 
-Listener = Callable[[Standing], None]
-_listeners: list[Listener] = []
-_current: "Progress | None" = None
-
-
-def current() -> Standing | None:
-    """Where the latest run started in this process stands now (its rate and estimate
-    computed at this moment), or None before any run."""
-    return _current.standing() if _current is not None else None
-
-
-def listen(listener: Listener) -> Callable[[], None]:
-    """Call `listener(standing)` whenever a sweep run in this process moves (an
-    instance or a batch ends); returns a function that stops it."""
-    _listeners.append(listener)
-    return lambda: _listeners.remove(listener)
-
-
 def artifact_key(text: str) -> str:
     """`text` as a Prefect artifact key: lowercase letters, digits and dashes."""
     return re.sub(r"-+", "-", re.sub(r"[^a-z0-9]", "-", text.lower())).strip("-") or "sweep"
@@ -78,12 +62,13 @@ class Progress:
     estimate(in_flight): seconds left, given {batch number: (instances of it not
     reported yet, seconds since its last report or since it went out)} for the batches
     out (the planner's `seconds_left`); None while there is no estimate. Thread-safe:
-    workers' reports arrive in the Dask client's thread. The latest Progress made in
-    this process is the one `current()` reads."""
+    workers' reports arrive in the Dask client's thread. `control`: the run's Control,
+    whose listeners hear every move and whose `standing()` reads this Progress."""
 
     run_id: str
     sweep: str
     total: int
+    control: Control = field(default_factory=Control)
     estimate: Callable[[dict[int, tuple[int, float]]], float | None] = lambda in_flight: None
     counts: Counter = field(default_factory=Counter)
     committed: int = 0
@@ -94,8 +79,7 @@ class Progress:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
-        global _current
-        _current = self
+        self.control.progress = self
         self.artifact = create_progress_artifact(
             progress=0.0 if self.total else 100.0,
             key=artifact_key(f"{self.sweep}-progress"),
@@ -169,6 +153,5 @@ class Progress:
 
     def _notify(self) -> Standing:
         standing = self.standing()
-        for listener in list(_listeners):
-            listener(standing)
+        self.control.notify(standing)
         return standing

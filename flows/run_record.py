@@ -2,14 +2,13 @@
 
 `start` plans a run (the spec's jobs, those the catalog already holds), makes sure the
 catalog can take its rows (`catalog.prepare`) and writes the run's row (state
-`running`, `catalog.claim`) before any cluster or Prefect API starts, so the run is
-listed in `runs` and on the dashboard from its first seconds. The flow that runs it, in
-this process, finds the record by its run id (`get`) and fills in its progress; the
-record's `row()` is what the heartbeat writes while the run lives, and `end(state)`
-writes the last row once, whoever ends the run (its flow, its watch, or its caller when
-the flow never started).
+`running`, `catalog.claim`) before any cluster starts, so the run is listed in `runs`
+and on the dashboard from its first seconds. The `RunRecord` it returns is the one
+owner of that row: its heartbeat, its links, and its end, written once whoever ends
+the run.
 """
 
+import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,17 +17,27 @@ from typing import Any
 from uuid import uuid4
 
 from puzzlesweep import catalog, puzzles
+from puzzlesweep.catalog.runs import HEARTBEAT_SECONDS
+from puzzlesweep.core import BadInput
+from puzzlesweep.flows.control import Control
+from puzzlesweep.flows.faults import first_line
 from puzzlesweep.flows.spec import Sweep, load
 
 
 @dataclass
 class RunRecord:
-    """One run of a sweep in this process: its `plan`, the jobs `todo` (those without a
-    final result in the catalog), its `manifest` (the columns of its `runs` row that do
-    not change as it goes, plus the links to its Prefect flow run and Dask dashboard once
-    known), the committed `counts` by status, the batches handed out, the Dask event
-    `topic` its workers report finished instances under, and `announce` (a line for
-    the person who started it)."""
+    """One run of a sweep: its `plan`, the jobs `todo` (those without a final result in
+    the catalog), its `manifest` (the columns of its `runs` row that do not change as it
+    goes, plus the links to its Prefect flow run and Dask dashboard once known), the
+    committed `counts` by status, the batches handed out, and the Dask event `topic`
+    its workers report finished instances under.
+
+    The record is the one writer of the run's `runs` row: `claim` (state `running`),
+    the heartbeat it runs every `HEARTBEAT_SECONDS` until the end, `write` (a
+    link became known) and `end` (the last row, once). Every write holds the record's
+    lock and none follows the end, so a heartbeat cannot put `running` back over
+    `interrupted`, whichever thread ends the run (its flow, its watch, or a caller's
+    exit timer)."""
 
     run_id: str
     catalog_path: str
@@ -38,10 +47,11 @@ class RunRecord:
     counts: Counter = field(default_factory=Counter)
     batches: int = 0
     topic: str | None = None
-    announce: Callable[[str], None] = lambda line: None
-    heartbeat: Any = None
     ended: str | None = None
     on_instances: Callable[[int, int], None] | None = None
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    _beating: threading.Event = field(default_factory=threading.Event, repr=False)
+    _claimed: bool = False
 
     def instances_done(self, number: int, instances: int) -> None:
         """A worker reported `instances` more finished instances of batch `number`."""
@@ -67,27 +77,54 @@ class RunRecord:
             "catalog": self.catalog_path,
         }
 
+    def claim(self, allow_concurrent: bool = False) -> None:
+        """Write the run's first row (`catalog.claim`, state `running`) and start its
+        heartbeat (a daemon thread). Raises BadInput when another run of the sweep is
+        alive, unless `allow_concurrent`."""
+        with self._lock:
+            self._claimed = True  # an interrupt inside the claim still ends the row
+            try:
+                catalog.claim(self.catalog_path, self.manifest, allow_concurrent)
+            except BadInput:  # another run holds the sweep: this one has no row to end
+                self._claimed = False
+                raise
+        threading.Thread(target=self._beat, name="run-heartbeat", daemon=True).start()
+
+    def _beat(self) -> None:
+        while not self._beating.wait(HEARTBEAT_SECONDS):
+            try:
+                self.write()
+            except Exception:  # noqa: BLE001 (the next beat tries again)
+                pass
+
     def write(self) -> None:
-        """Write the run's row now (state `running`), e.g. when a link became known."""
-        if self.ended is None:
-            catalog.write_run(self.catalog_path, {**self.row(), "state": "running"})
+        """Write the run's row now (state `running`), unless it has ended."""
+        with self._lock:
+            if self.ended is None and self._claimed:
+                catalog.write_run(self.catalog_path, {**self.row(), "state": "running"})
 
-    def end(self, state: str) -> None:
-        """Write the run's last row once (`finished`, `failed` or `interrupted`): the
-        heartbeat stops first, and the counts are those of the rows this run has in the
-        catalog (when it can be read) over the counts received. Later calls do nothing."""
-        if self.ended is not None:
-            return
-        self.ended = state
-        if self.heartbeat is not None:
-            self.heartbeat.__exit__(None, None, None)
-        ended = {"state": state, "finished_at": datetime.now(UTC)}
-        catalog.write_run(
-            self.catalog_path, {**self.row(), **written(self.catalog_path, self.run_id), **ended}
-        )
-
-
-_records: dict[str, RunRecord] = {}
+    def end(self, state: str) -> str | None:
+        """Write the run's last row once (`finished`, `failed` or `interrupted`), with
+        the counts of the rows this run has in the catalog (when it can be read) over
+        the counts received; the heartbeat stops. Later calls do nothing. Returns None,
+        or one line saying why the row could not be written (e.g. "No space left on
+        device"): a run is never turned into a traceback by its own bookkeeping."""
+        with self._lock:
+            if self.ended is not None or not self._claimed:
+                self.ended = self.ended or state
+                return None
+            self.ended = state
+            self._beating.set()
+            ended = {"state": state, "finished_at": datetime.now(UTC)}
+            try:
+                counts = written(self.catalog_path, self.run_id)
+                catalog.write_run(self.catalog_path, {**self.row(), **counts, **ended})
+            except Exception as exc:  # noqa: BLE001 (said in one line)
+                return (
+                    f"the row of run {self.run_id} in {self.catalog_path} could not be "
+                    f"written as {state}: {first_line(exc)}"
+                )
+            return None
 
 
 def start(
@@ -97,13 +134,15 @@ def start(
     max_instances: int | None = None,
     allow_concurrent: bool = False,
     batch_size: int | None = None,
+    control: Control | None = None,
 ) -> RunRecord:
     """Plan the run of the spec at `spec_path` into `catalog_path` (resolved: workers may
     run elsewhere) and write its row (state `running`). Instances with a final result
     for the same solver and limits are skipped unless `force`. Raises BadInput for a bad
     or too large spec (`max_instances` as in `spec.parse`), and when another run of the
     same sweep is alive in the catalog, unless `allow_concurrent`. The row's heartbeat
-    runs until `end`."""
+    runs until `end`. With a `control`, the record is its `record` before its row is
+    written, so that a stop at any moment ends the row it wrote."""
     catalog_path = catalog.resolve(catalog_path)
     plan, todo = plan_run(spec_path, catalog_path, force, max_instances)
     if not allow_concurrent:
@@ -121,21 +160,11 @@ def start(
         "batch_size": batch_size,  # None: sized as the run goes (flows/batches.py)
         "force": force,
     }
-    catalog.claim(catalog_path, manifest, allow_concurrent)
     record = RunRecord(run_id, catalog_path, plan, todo, manifest, topic=f"progress-{run_id}")
-    record.heartbeat = catalog.Heartbeat(catalog_path, record.row).__enter__()
-    _records[run_id] = record
+    if control is not None:
+        control.record = record
+    record.claim(allow_concurrent)
     return record
-
-
-def get(run_id: str) -> RunRecord:
-    """The record of run `run_id` started in this process; raises KeyError otherwise."""
-    return _records[run_id]
-
-
-def forget(run_id: str) -> None:
-    """Drop the record of a run that has ended."""
-    _records.pop(run_id, None)
 
 
 def plan_run(

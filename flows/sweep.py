@@ -47,6 +47,7 @@ from puzzlesweep.flows.cluster import (
     worker_events,
     worker_identity,
 )
+from puzzlesweep.flows.control import Control
 from puzzlesweep.flows.faults import (
     CatalogUnwritable,
     RunStopped,
@@ -55,7 +56,7 @@ from puzzlesweep.flows.faults import (
     retry_transient,
 )
 from puzzlesweep.flows.progress import Progress
-from puzzlesweep.flows.submit import flow_started, request_stop, stopped, submit_all
+from puzzlesweep.flows.submit import submit_all
 from puzzlesweep.solve import empty_row, solve_classes
 
 RETRIES = 2  # extra attempts of a batch after a transient failure (Prefect task retries)
@@ -169,8 +170,9 @@ def sweep(
     retries: int = RETRIES,
     scheduler: str | None = None,
     links: bool = False,
+    control: Control | None = None,
 ) -> dict:
-    """Solve the jobs of run `run_id` (started in this process by `run_record.start`:
+    """Solve the jobs of run `run_id` (`control.record`, started by `run_record.start`:
     its row in `runs` is written, its spec at `spec_path` planned) into `catalog_path`;
     returns {"run_id", "sweep", "planned", "skipped", "solved", "counts", "batches",
     "retried" (batches that needed more than one attempt), "failed" (batches that failed
@@ -191,14 +193,15 @@ def sweep(
     from prefect.exceptions import TerminationSignal
     from prefect.utilities.urls import url_for
 
-    flow_started()
+    control = control or Control()
+    control.on_flow_start()
     logger = get_run_logger()
     started = time.perf_counter()
-    run = run_record.get(run_id)
+    run = control.record
     plan, todo = run.plan, run.todo
     if links and (url := url_for(FlowRunContext.get().flow_run)):
         run.manifest["flow_run_url"] = url
-        run.announce(f"Prefect flow run: {url}")
+        control.announce(f"Prefect flow run: {url}")
         run.write()
     planner = Planner(todo, run_id, plan.name, workers, batch_size)
     logger.info(
@@ -209,14 +212,14 @@ def sweep(
         len(plan.jobs) - len(todo),
         len(todo),
     )
-    progress = Progress(run_id, plan.name, len(todo), planner.seconds_left)
+    progress = Progress(run_id, plan.name, len(todo), control, planner.seconds_left)
     run.on_instances = progress.instance_done
 
     def lost(reason: str) -> None:  # in the watch's thread: the main one may be stuck
         line = f"run {run_id} stopped: {reason}; the instances written before are kept"
         run.end("failed")
-        stopped("failed", line)
-        request_stop(line)
+        control.on_stopped("failed", line)
+        control.request_stop(line)
 
     retried = 0
     failed: list[str] = []
@@ -265,16 +268,18 @@ def sweep(
     state = "failed"
     try:
         with Watch(scheduler, lost):
-            submit_all(submit_next, 2 * workers, on_result, on_failure)
+            submit_all(submit_next, 2 * workers, on_result, on_failure, control)
         done = sum(run.counts.values())
         state = "finished" if done == len(todo) and not halted else "failed"
     except (KeyboardInterrupt, TerminationSignal):  # nothing more is sent
         state = "interrupted"
         raise
     finally:
-        run.end(state)
+        unwritten = run.end(state)
         if state == "interrupted":
-            stopped(state)
+            control.on_stopped(state, None)
+    if unwritten and not halted:
+        halted.append(unwritten)
     progress.finish(
         {
             "catalog": run.catalog_path,
@@ -314,6 +319,7 @@ def run_sweep(
     api: TemporaryAPI | None = None,
     allow_concurrent: bool = False,
     max_instances: int | None = None,
+    control: Control | None = None,
 ) -> dict:
     """Run the sweep of the spec at `spec_path` into `catalog_path` on Dask (the
     scheduler at `address`, or a new `LocalCluster` of `workers` single-threaded worker
@@ -334,20 +340,22 @@ def run_sweep(
     from prefect import tags
     from prefect_dask import DaskTaskRunner
 
-    say = announce or (lambda line: None)
+    control = control or Control()
+    if announce is not None:
+        control.announce = announce
+    say = control.announce
     if address:  # a silent scheduler is bad input: refused before the run's row is written
         connect(address, connect_timeout).close()
     configured = configured_api() is not None
     if not configured:
         api = api or TemporaryAPI()  # starts while the cluster does; prefect_api stops it
     with api or nullcontext():
-        run = run_record.start(
-            spec_path, catalog_path, force, max_instances, allow_concurrent, batch_size
-        )
-        run.announce = say
-        jobs = len(run.plan.jobs)
-        say(f"sweep {run.plan.name}: {jobs} instances from {spec_path} into {catalog_path}")
         try:
+            run = run_record.start(
+                spec_path, catalog_path, force, max_instances, allow_concurrent, batch_size, control
+            )
+            jobs = len(run.plan.jobs)
+            say(f"sweep {run.plan.name}: {jobs} instances from {spec_path} into {catalog_path}")
             idle = not address and not run.todo
             if idle:  # every instance is in the catalog: the run only records that
                 cluster = nullcontext((None, None, 1))
@@ -383,17 +391,21 @@ def run_sweep(
                         retries=retries,
                         scheduler=scheduler,
                         links=configured,
+                        control=control,
                     )
         except KeyboardInterrupt:
-            run.end("interrupted")
+            if control.record is not None:
+                control.record.end("interrupted")
             raise
         except BaseException:
-            run.end("failed")
+            if control.record is not None:
+                control.record.end("failed")
             raise
-        finally:
-            run_record.forget(run.run_id)
     if report.get("stopped"):
-        run_record.settle(run.catalog_path, report["run_id"])
+        try:
+            run_record.settle(run.catalog_path, report["run_id"])
+        except Exception:  # noqa: BLE001 (the catalog that stopped the run may refuse this too)
+            pass
         raise RunStopped(
             f"run {report['run_id']} stopped at the first batch that cannot succeed: "
             f"{report['stopped']}; the instances written before are kept"

@@ -180,6 +180,7 @@ def test_a_transient_batch_failure_is_retried_and_counted(prefect_api, tmp_path,
     from puzzlesweep import catalog
     from puzzlesweep.flows import run_record
     from puzzlesweep.flows import sweep as flows
+    from puzzlesweep.flows.control import Control
 
     real, calls = catalog.write_batch, []
 
@@ -193,9 +194,10 @@ def test_a_transient_batch_failure_is_retried_and_counted(prefect_api, tmp_path,
     spec = tmp_path / "retry.toml"
     spec.write_text(RETRY_SPEC)
     results = tmp_path / "results"
-    run = run_record.start(str(spec), str(results), batch_size=2)
+    control = Control()
+    run = run_record.start(str(spec), str(results), batch_size=2, control=control)
     state = flows.sweep.with_options(task_runner=ThreadPoolTaskRunner(max_workers=2))(
-        str(spec), run.catalog_path, run.run_id, batch_size=2, return_state=True
+        str(spec), run.catalog_path, run.run_id, batch_size=2, control=control, return_state=True
     )
     report = state.result()
     assert (report["solved"], report["retried"], report["failed"]) == (4, 1, [])

@@ -38,15 +38,16 @@ def _every(seconds: float, draw):
 
 
 @contextmanager
-def progress_display(every_seconds: float = 10.0):
+def progress_display(control, every_seconds: float = 10.0):
     """While a sweep runs in this process: a rich progress bar (done, total, rate, the
     planner's estimate of the time left) on a terminal, redrawn as instances finish and
     every second, else a plain line every `every_seconds` (on a timer, whether or not
     anything finished, each computed at that moment) and one at the end. Instances count
-    as they finish on the workers."""
+    as they finish on the workers. `control`: the run's `flows.control.Control`, whose
+    listeners hear the run move."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from puzzlesweep.flows.progress import current, listen
+    current, listen = control.standing, control.listen
 
     if err.is_terminal:
         bar = Progress(

@@ -102,17 +102,19 @@ def run(
         raise fail(str(exc)) from None
     from puzzlesweep.flows.api import TemporaryAPI
     from puzzlesweep.flows.cluster import configured_api
+    from puzzlesweep.flows.control import Control
 
     # the temporary Prefect API (about 8 s) starts first, while Prefect is imported here
     api = None if configured_api() else TemporaryAPI()
-    with interruptible(), api or nullcontext(), run_errors():
+    control = Control(announce=lambda line: err.print(line, highlight=False, soft_wrap=True))
+    with interruptible(control), api or nullcontext(), run_errors():
         from puzzlesweep.flows.cluster import check_address
         from puzzlesweep.flows.sweep import run_sweep
 
         quiet_dask()
         if address:
             check_address(address)
-        with progress_display():
+        with progress_display(control):
             report = run_sweep(
                 spec,
                 catalog_path,
@@ -123,11 +125,11 @@ def run(
                 memory_limit=memory,
                 retries=retries,
                 dashboard_address=dashboard_address,
-                announce=lambda line: err.print(line, highlight=False, soft_wrap=True),
                 connect_timeout=connect_timeout,
                 api=api,
                 allow_concurrent=allow_concurrent,
                 max_instances=max_instances,
+                control=control,
             )
     err.print(
         f"run {report['run_id']}: solved {report['solved']} in {report['batches']} batches "

@@ -15,22 +15,26 @@ STOP_SECONDS = 7.0
 
 
 @contextmanager
-def interruptible(stop_seconds: float = STOP_SECONDS):
+def interruptible(control, stop_seconds: float = STOP_SECONDS):
     """While a run goes on in this process: the first SIGINT or SIGTERM prints one line,
     silences the logs of what is being torn down, freezes this process's local Dask
     worker processes (SIGSTOP: no batch commits after this, and no nanny restarts them)
-    and asks the flow to stop (`submit.request_stop`; KeyboardInterrupt when no flow
-    runs yet): the flow stops submitting and writes its row as `interrupted`, with the
-    counts of the rows in the catalog, without an exception crossing Prefect. Then
-    the frozen workers are killed (their solver children die with them) and the process
-    exits with 128 + the signal (130 for Ctrl-C, 143 for SIGTERM), at the latest
-    `stop_seconds` after the signal; a second signal exits at once."""
-    from puzzlesweep.flows import submit
-
+    and asks the run to stop (`control.request_stop`, a `flows.control.Control`;
+    KeyboardInterrupt when no flow runs yet): the flow stops submitting and writes its
+    row as `interrupted`, with the counts of the rows in the catalog. Then the frozen
+    workers are killed (their solver children die with them) and the process exits
+    with 128 + the signal (130 for Ctrl-C, 143 for SIGTERM), at the latest
+    `stop_seconds` after the signal, the run's row ended (`interrupted`) first whoever
+    else was about to; a second signal exits at once."""
     caught: list[int] = []
     frozen: list = []
 
     def leave(code: int | None = None) -> None:
+        if control.record is not None:  # a no-op once the run's row has ended
+            ending = threading.Thread(target=control.record.end, args=("interrupted",))
+            ending.daemon = True
+            ending.start()
+            ending.join(1.5)
         for worker in frozen:
             try:
                 worker.kill()
@@ -51,11 +55,11 @@ def interruptible(stop_seconds: float = STOP_SECONDS):
             highlight=False,
             soft_wrap=True,
         )
-        timer = threading.Timer(stop_seconds, leave)
+        timer = threading.Timer(stop_seconds - 2.0, leave)  # the row, then the exit
         timer.daemon = True
         timer.start()
         frozen.extend(_freeze_local_workers())
-        if not submit.request_stop():  # no flow loop to hear it: unwind from here
+        if not control.request_stop():  # no flow loop to hear it: unwind from here
             raise KeyboardInterrupt
 
     def take_sigterm() -> None:  # over Prefect's bridge, in the flow's (main) thread
@@ -75,15 +79,13 @@ def interruptible(stop_seconds: float = STOP_SECONDS):
             worker.kill()
         leave(1)
 
-    submit.after_stop.append(stopped)
-    submit.on_flow_start.append(take_sigterm)
+    control.on_stopped = stopped
+    control.on_flow_start = take_sigterm
     try:
         yield
     except KeyboardInterrupt:
         raise typer.Exit(128 + (caught[0] if caught else signal.SIGINT)) from None
     finally:
-        submit.after_stop.remove(stopped)
-        submit.on_flow_start.remove(take_sigterm)
         for sig, old in previous.items():
             signal.signal(sig, old)
         if caught:
