@@ -130,9 +130,10 @@ def subreaper() -> Iterator[None]:
         libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 
 
-def descendants(word: str, settle: float = 10.0) -> list[int]:
+def descendants(word: str, settle: float = 60.0) -> list[int]:
     """The process ids of this process's living descendants whose command line contains
-    `word`, after waiting up to `settle` s for them to end (reaping those that did)."""
+    `word`, after waiting up to `settle` s for them to end (reaping those that did); it
+    returns as soon as none is left, so the long wait costs only a loaded machine."""
     import psutil
 
     deadline = time.monotonic() + settle

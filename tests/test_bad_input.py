@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import CLI, ROOT
+from .conftest import CLI, ROOT, limit_held
 from .test_faults import GIB, SLOW, children_peak_bytes
 
 
@@ -25,16 +25,33 @@ def test_start_up_errors_are_one_line_before_any_cluster(tmp_path):
         (["--catalog", "/proc/x"], spec, "catalog /proc/x cannot be written"),
         ([], bad, "the spec is not UTF-8 text (byte 0xe9 at offset 11)"),
     ]
+    # the reference: the same spec read and expanded, without a cluster (--dry-run)
+    reference = dry_run_seconds(spec, tmp_path / "dry")
     for extra, path, expected in cases:
         started = time.monotonic()
         args = [*CLI, "run", str(path), "--catalog", str(tmp_path / "results"), *extra]
-        done = subprocess.run(args, capture_output=True, text=True, timeout=60, cwd=ROOT)
+        done = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=ROOT)
         assert done.returncode == 2, done.stderr
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
         assert expected in done.stderr and "Dask scheduler" not in done.stderr
-        assert time.monotonic() - started < 20
+        assert limit_held(time.monotonic() - started, 0, reference)
     assert not (tmp_path / "results").exists()  # nothing written
+
+
+def dry_run_seconds(spec: Path, results: Path) -> float:
+    """Wall seconds of `puzzlesweep run SPEC --dry-run`: the CLI's start-up and the spec's
+    expansion without a cluster, the reference for a run that must stop before one."""
+    started = time.monotonic()
+    done = subprocess.run(
+        [*CLI, "run", str(spec), "--catalog", str(results), "--dry-run"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    return time.monotonic() - started
 
 
 BIG = {
@@ -51,6 +68,9 @@ def test_specs_are_sized_before_they_are_expanded(tmp_path):
         "splits3": "the spec stands for more than 20,000 instances",
         "splits2": "allow more with max_instances = N in the spec or --max-instances N",
     }
+    small = tmp_path / "small.toml"
+    small.write_text(SLOW)
+    reference = dry_run_seconds(small, tmp_path / "dry")
     for name, (family, grid) in BIG.items():
         spec = tmp_path / f"{name}.toml"
         spec.write_text(f'name = "{name}"\n[[study]]\n{family}\n[study.grid]\n{grid}\n')
@@ -59,12 +79,12 @@ def test_specs_are_sized_before_they_are_expanded(tmp_path):
             [*CLI, "run", str(spec), "--catalog", str(tmp_path / "results")],
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=300,
             cwd=ROOT,
         )
         assert done.returncode == 2 and messages[name] in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
-        assert time.monotonic() - started < 20
+        assert limit_held(time.monotonic() - started, 0, reference)
     assert children_peak_bytes() < GIB  # was 6 GB and 3.5 GB before
 
 
@@ -94,7 +114,7 @@ MEASURE = (
 )
 
 
-def measured(tmp_path: Path, *args: str, timeout: float = 120) -> tuple[int, float, int, str]:
+def measured(tmp_path: Path, *args: str, timeout: float = 600) -> tuple[int, float, int, str]:
     """Run `puzzlesweep ARGS` under a small Python parent that reaps it and reports (exit
     code, seconds, peak resident bytes of it and its descendants, stdout): the memory of
     one command alone, whatever else this test process ran before."""
@@ -110,9 +130,18 @@ def measured(tmp_path: Path, *args: str, timeout: float = 120) -> tuple[int, flo
     return code, seconds, peak, done.stdout + done.stderr
 
 
+def solve_start_up_seconds(tmp_path: Path) -> float:
+    """Wall seconds of `puzzlesweep solve` on a one-cell board (its start-up and its
+    solver process's), the reference for a solve that must stop at a limit."""
+    code, seconds, _, output = measured(tmp_path, "solve", "domination", "rows=1", "cols=1")
+    assert code == 0, output
+    return seconds
+
+
 def test_solve_holds_its_memory_limit_while_it_builds_the_model(tmp_path):
     # Unguarded, this solve gave no result after 240 s and 7.1 GB; the model alone
     # outgrows 512 MiB long before its 20 s (it reached 971 MiB in 10 s here, unloaded).
+    reference = solve_start_up_seconds(tmp_path)
     code, seconds, peak, output = measured(
         tmp_path,
         "solve",
@@ -124,7 +153,7 @@ def test_solve_holds_its_memory_limit_while_it_builds_the_model(tmp_path):
         "--memory-limit",
         "512MiB",
     )
-    assert code == 1 and seconds < 20 + 10 + 15, output  # limit, grace, start-up
+    assert code == 1 and limit_held(seconds, 20 + 10, reference), output  # limit, grace
     assert "status error" in output and "memory limit" in output and "512 MiB" in output
     assert peak < 0.75 * GIB
 
@@ -132,6 +161,7 @@ def test_solve_holds_its_memory_limit_while_it_builds_the_model(tmp_path):
 def test_solve_holds_its_time_limit_from_the_start_of_building_the_model(tmp_path):
     # The time limit counts from the start of building the model: counted from the
     # solver's start, --time-limit 20 took 91 s and 6.2 GB here, printing 32.7 s.
+    reference = solve_start_up_seconds(tmp_path)
     code, seconds, peak, output = measured(
         tmp_path,
         "solve",
@@ -142,7 +172,7 @@ def test_solve_holds_its_time_limit_from_the_start_of_building_the_model(tmp_pat
         "--time-limit",
         "3",
     )
-    assert code == 0 and seconds < 3 + 10 + 15, output  # limit, grace, start-up
+    assert code == 0 and limit_held(seconds, 3 + 10, reference), output  # limit, grace
     assert "status time_limit" in output and "stopped: " in output, output
     assert peak < 2 * GIB
 

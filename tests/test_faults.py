@@ -19,7 +19,7 @@ import pytest
 
 from puzzlesweep import catalog
 
-from .conftest import CLI, ROOT, slow_boxes
+from .conftest import CLI, ROOT, limit_held, slow_boxes
 from .servers import subreaper
 
 # Batches of one that each take their 3 s limit.
@@ -70,7 +70,7 @@ def reaper():
 
 
 def ended(process: subprocess.Popen, log: Path, within: float) -> tuple[int, float, bool]:
-    """(exit code, seconds, whether its whole process group was gone 5 s later) of
+    """(exit code, seconds, whether its whole process group was gone 30 s later) of
     `process`, which must end within `within` seconds. What is left of its group is then
     killed and reaped (nothing it started outlives the test)."""
     started = time.monotonic()
@@ -79,7 +79,7 @@ def ended(process: subprocess.Popen, log: Path, within: float) -> tuple[int, flo
     except subprocess.TimeoutExpired:
         code = None
     seconds = time.monotonic() - started
-    gone = reap_group(process.pid, 5)
+    gone = reap_group(process.pid, 30)  # returns as soon as it is gone
     if not gone:
         try:
             os.killpg(process.pid, signal.SIGKILL)
@@ -134,7 +134,7 @@ def test_ctrl_c_and_sigterm_stop_a_run_and_write_nothing_false(api_env, tmp_path
     os.killpg(first.pid, signal.SIGINT)
     code, seconds, gone = ended(first, log, 30)
     output = log.read_text()
-    assert code == 130 and seconds < 10, output[-3000:]
+    assert code == 130 and limit_held(seconds, 10), output[-3000:]
     assert output.count("Ctrl-C: stopping the run") == 1 and "Traceback" not in output, output
     assert gone  # its workers and solver processes ended with it
     _, [(run_id, state, solved)] = catalog.query(results, "SELECT run_id, state, solved FROM runs")
@@ -155,7 +155,7 @@ def test_ctrl_c_and_sigterm_stop_a_run_and_write_nothing_false(api_env, tmp_path
     time.sleep(0.2)
     os.kill(second.pid, signal.SIGTERM)
     code, seconds, gone = ended(second, log, 30)
-    assert code == 128 + signal.SIGTERM and seconds < 3, log.read_text()[-3000:]
+    assert code == 128 + signal.SIGTERM and limit_held(seconds, 3), log.read_text()[-3000:]
     assert "Traceback" not in log.read_text() and gone
 
     # 3. The re-run solves what is missing: every instance exactly once, no error rows.
@@ -190,7 +190,7 @@ def test_an_unwritable_catalog_stops_the_run_at_the_first_batch(api_env, tmp_pat
     finally:
         subprocess.run(["chattr", "-i", str(log_dir)], check=False)
     output = log.read_text()
-    assert code == 1 and seconds < 30 and gone, output[-3000:]
+    assert code == 1 and limit_held(seconds, 30) and gone, output[-3000:]
     errors = [line for line in output.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "stopped at the first batch that cannot succeed" in errors[0]
     assert "cannot be written" in errors[0] and "Operation not permitted" in errors[0]
@@ -276,7 +276,7 @@ def test_a_lost_prefect_api_is_noticed_within_10_s(tmp_path):
     api.kill()
     code, seconds, gone = ended(run, log, 60)
     output = log.read_text()
-    assert code == 1 and seconds < 10 and gone, output[-3000:]
+    assert code == 1 and limit_held(seconds, 10) and gone, output[-3000:]
     errors = [line for line in output.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "the Prefect API at http://127.0.0.1:" in errors[0], output
     assert "stopped answering" in errors[0] and "Traceback" not in output, output
@@ -328,7 +328,7 @@ def test_a_lost_dask_scheduler_is_noticed_within_10_s(api_env, tmp_path):
     finally:
         processes.stop()
     output = log.read_text()
-    assert code == 1 and seconds < 10 and gone, output[-3000:]
+    assert code == 1 and limit_held(seconds, 10) and gone, output[-3000:]
     errors = [line for line in output.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and f"the Dask scheduler at {address}" in errors[0], output
     _, [(run_id, state, solved)] = catalog.query(results, "SELECT run_id, state, solved FROM runs")
