@@ -22,7 +22,6 @@ they were at an earlier version or time, and a DuckDB connection with three view
 
 import os
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 
 import pyarrow as pa
@@ -52,7 +51,6 @@ from puzzlesweep.catalog.schema import (
     schema,
 )
 from puzzlesweep.catalog.store import (
-    KEYS,
     RESULTS,
     CatalogDamaged,
     Location,
@@ -165,11 +163,6 @@ def versions() -> dict[str, str]:
     }
 
 
-def now() -> datetime:
-    """The current time, UTC (the catalog's timestamps are UTC)."""
-    return datetime.now(UTC)
-
-
 from puzzlesweep.catalog.maintenance import (  # noqa: E402
     Problem,
     check,
@@ -188,7 +181,6 @@ from puzzlesweep.catalog.runs import (  # noqa: E402
 )
 
 __all__ = [
-    "KEYS",
     "BadInput",
     "COMMON_COLUMNS",
     "COMMON_NAMES",

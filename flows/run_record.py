@@ -18,6 +18,7 @@ from typing import Any
 from uuid import uuid4
 
 from puzzlesweep import catalog, puzzles
+from puzzlesweep.core import FINAL
 from puzzlesweep.flows.spec import Sweep, load
 
 
@@ -178,9 +179,9 @@ def status_counts(counts: Counter) -> dict[str, int]:
     return {status: counts.get(status, 0) for status in catalog.STATUSES}
 
 
-PAST_SECONDS = """
+PAST_SECONDS = f"""
 SELECT family, solver, time_limit, avg(solve_seconds), count(*) FROM results
-WHERE NOT coalesce(equivalent, false) AND status <> 'error' GROUP BY ALL
+WHERE NOT coalesce(equivalent, false) AND {FINAL} GROUP BY ALL
 """
 
 

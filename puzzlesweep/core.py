@@ -13,9 +13,25 @@ is the same hash of the instance's own params, which tells equivalent instances 
 import hashlib
 import json
 import typing
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+#: The result columns that name one job's result: the instance's own params (an
+#: equivalent instance is a row of its own), the engine and the limits. A job whose key
+#: has a stored row of a final status (`FINAL`) is done; a re-run skips it.
+DONE_KEY = ("params_key", "solver", "time_limit", "node_limit")
+DoneKey = tuple[str, str, float, int | None]
+#: SQL condition on a result row: its status is final, any status but `error` (a solve
+#: that failed is tried again by the next run).
+FINAL = "status <> 'error'"
+
+
+def done_key(row: Mapping[str, Any]) -> DoneKey:
+    """The `DONE_KEY` values of a result row (or of any mapping with those keys), in
+    order: (params_key, solver, time_limit in seconds, node_limit or None)."""
+    return tuple(row[column] for column in DONE_KEY)  # type: ignore[return-value]
 
 
 class Params(BaseModel):
