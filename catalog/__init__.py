@@ -48,6 +48,7 @@ from puzzlesweep.catalog.schema import (
     RUN_STATES,
     SCHEMA_VERSION,
     STATUSES,
+    integral_values,
     schema,
 )
 from puzzlesweep.catalog.store import (
@@ -124,12 +125,15 @@ def write_batch(
     re-executed batch is stored once. Returns True when written, False when `app_id`
     was already committed.
 
-    Raises ValueError for an empty batch or rows of several families, pyarrow's errors
-    for values that do not fit the schema, OSError from the storage."""
+    Raises ValueError for an empty batch, rows of several families or an objective or
+    bound that is not a whole number (`schema.integral_values`), pyarrow's errors for
+    values that do not fit the schema, OSError from the storage. A table made before
+    schema version 5 keeps its double objective and bound: the values are cast to it."""
     if not rows:
         raise ValueError("a batch needs at least one row")
     if len({row["family"] for row in rows}) != 1:
         raise ValueError("every row of a batch must be of one family")
+    rows = [integral_values(row) for row in rows]
     table = pa.Table.from_pylist(_flat(rows), schema=schema(params_model))
     keys = [row["params_key"] for row in rows]
     return append(locate(catalog), RESULTS, table, app_id, keys, partition_by=["family"])

@@ -28,6 +28,12 @@ DoneKey = tuple[str, str, float, int | None]
 FINAL = "status <> 'error'"
 
 
+def whole(value: Any) -> Any:
+    """An integral float as an int (4.0 → 4: every family's objective is an integer, and
+    rows and `--json` show it so); any other value as it is."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 def done_key(row: Mapping[str, Any]) -> DoneKey:
     """The `DONE_KEY` values of a result row (or of any mapping with those keys), in
     order: (params_key, solver, time_limit in seconds, node_limit or None)."""
