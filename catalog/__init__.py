@@ -22,7 +22,6 @@ they were at an earlier version or time, and a DuckDB connection with three view
 
 import os
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 
 import pyarrow as pa
@@ -49,10 +48,10 @@ from puzzlesweep.catalog.schema import (
     RUN_STATES,
     SCHEMA_VERSION,
     STATUSES,
+    integral_values,
     schema,
 )
 from puzzlesweep.catalog.store import (
-    KEYS,
     RESULTS,
     CatalogDamaged,
     Location,
@@ -126,12 +125,15 @@ def write_batch(
     re-executed batch is stored once. Returns True when written, False when `app_id`
     was already committed.
 
-    Raises ValueError for an empty batch or rows of several families, pyarrow's errors
-    for values that do not fit the schema, OSError from the storage."""
+    Raises ValueError for an empty batch, rows of several families or an objective or
+    bound that is not a whole number (`schema.integral_values`), pyarrow's errors for
+    values that do not fit the schema, OSError from the storage. A table made before
+    schema version 5 keeps its double objective and bound: the values are cast to it."""
     if not rows:
         raise ValueError("a batch needs at least one row")
     if len({row["family"] for row in rows}) != 1:
         raise ValueError("every row of a batch must be of one family")
+    rows = [integral_values(row) for row in rows]
     table = pa.Table.from_pylist(_flat(rows), schema=schema(params_model))
     keys = [row["params_key"] for row in rows]
     return append(locate(catalog), RESULTS, table, app_id, keys, partition_by=["family"])
@@ -165,11 +167,6 @@ def versions() -> dict[str, str]:
     }
 
 
-def now() -> datetime:
-    """The current time, UTC (the catalog's timestamps are UTC)."""
-    return datetime.now(UTC)
-
-
 from puzzlesweep.catalog.maintenance import (  # noqa: E402
     Problem,
     check,
@@ -188,7 +185,6 @@ from puzzlesweep.catalog.runs import (  # noqa: E402
 )
 
 __all__ = [
-    "KEYS",
     "BadInput",
     "COMMON_COLUMNS",
     "COMMON_NAMES",

@@ -32,7 +32,7 @@ from puzzlesweep.catalog.store import (
     locate,
     open_table,
 )
-from puzzlesweep.core import BadInput
+from puzzlesweep.core import DONE_KEY, BadInput
 
 DAMAGED = "damaged"  # CATALOG/damaged/VERSION/PATH: files taken out by `repair`
 
@@ -102,7 +102,7 @@ def check(catalog) -> list[Problem]:
     if not problems and open_table(location, RESULTS) is not None:
         _, rows = query(
             location,
-            "SELECT run_id, params_key, solver, time_limit, node_limit, count(*) FROM results "
+            f"SELECT run_id, {', '.join(DONE_KEY)}, count(*) FROM results "
             "GROUP BY ALL HAVING count(*) > 1 ORDER BY ALL",
         )
         for run_id, key, solver, limit, nodes, count in rows:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from puzzlesweep.catalog.schema import RUN_SCHEMA
+from puzzlesweep.catalog.schema import COMMON_COLUMNS, RUN_SCHEMA
 from puzzlesweep.catalog.store import (
     RESULTS,
     RUNS,
@@ -23,7 +23,7 @@ from puzzlesweep.catalog.store import (
     locate,
     open_table,
 )
-from puzzlesweep.core import BadInput
+from puzzlesweep.core import DONE_KEY, FINAL, BadInput, DoneKey
 
 CatalogLike = str | Path | Location
 
@@ -31,11 +31,11 @@ CatalogLike = str | Path | Location
 #: one every `runs.HEARTBEAT_SECONDS`).
 LOST_AFTER_SECONDS = 90
 
-LATEST = """
+LATEST = f"""
 SELECT * FROM results
 QUALIFY row_number() OVER (
-    PARTITION BY params_key, solver, time_limit, node_limit
-    ORDER BY status = 'error', finished_at DESC) = 1
+    PARTITION BY {", ".join(DONE_KEY)}
+    ORDER BY NOT ({FINAL}), finished_at DESC) = 1
 """
 RUNS_VIEW = f"""
 SELECT * REPLACE (
@@ -217,15 +217,13 @@ def files(catalog: CatalogLike) -> list[str]:
     return table.file_uris() if table is not None else []
 
 
-DoneKey = tuple[str, str, float, int | None]
-
-
 def finished(catalog: CatalogLike, planned: Iterable[DoneKey] | None = None) -> set[DoneKey]:
-    """The (params_key, solver, time_limit in seconds, node_limit) that already have a
-    final result (any status but `error`); empty for a missing or empty catalog. Keyed by
-    the row's own params_key, so an instance equivalent to one solved earlier still gets
-    its own row. With `planned` (such tuples), only those are looked up: DuckDB joins
-    them with the catalog, so the cost scales with the plan, not with the catalog."""
+    """The `DONE_KEY`s (params_key, solver, time_limit in seconds, node_limit) that
+    already have a final result (`FINAL`: any status but `error`); empty for a missing
+    or empty catalog. Keyed by the row's own params_key, so an instance equivalent to one
+    solved earlier still gets its own row. With `planned` (such tuples), only those are
+    looked up: DuckDB joins them with the catalog, so the cost scales with the plan, not
+    with the catalog."""
     location = locate(catalog)
     if open_table(location, RESULTS) is None:
         return set()
@@ -234,29 +232,22 @@ def finished(catalog: CatalogLike, planned: Iterable[DoneKey] | None = None) -> 
 
 
 def _finished(shot: Snapshot, planned: Iterable[DoneKey] | None) -> set[DoneKey]:
-    sql = (
-        "SELECT DISTINCT params_key, solver, time_limit, node_limit FROM results "
-        "WHERE status <> 'error'"
-    )
+    columns = ", ".join(DONE_KEY)
+    sql = f"SELECT DISTINCT {columns} FROM results WHERE {FINAL}"
     if planned is not None:
+        types = dict(COMMON_COLUMNS)
         keys = pa.table(
-            list(zip(*planned, strict=True)) or [[], [], [], []],
-            schema=pa.schema(
-                [
-                    ("params_key", pa.string()),
-                    ("solver", pa.string()),
-                    ("time_limit", pa.float64()),
-                    ("node_limit", pa.int64()),
-                ]
-            ),
+            list(zip(*planned, strict=True)) or [[] for _ in DONE_KEY],
+            schema=pa.schema([(column, types[column]) for column in DONE_KEY]),
         )
         shot.connection.register("planned", keys)
-        sql += (
-            " AND (params_key, solver, time_limit, coalesce(node_limit, -1)) IN "
-            "(SELECT (params_key, solver, time_limit, coalesce(node_limit, -1)) FROM planned)"
+        same = " AND ".join(f"r.{c} IS NOT DISTINCT FROM p.{c}" for c in DONE_KEY)
+        sql = (
+            f"SELECT DISTINCT {columns} FROM (SELECT {columns} FROM results WHERE {FINAL}) r "
+            f"SEMI JOIN planned p ON {same}"
         )
     _, rows = shot.query(sql)
-    return {(key, solver, limit, nodes) for key, solver, limit, nodes in rows}
+    return {tuple(row) for row in rows}
 
 
 def latest(catalog: CatalogLike, params_keys: list[str]) -> list[dict]:
@@ -321,7 +312,7 @@ def summary(
                         "count(*) OVER (PARTITION BY params_key) AS results FROM results "
                         f"WHERE family = ? AND {only} "
                         "QUALIFY row_number() OVER (PARTITION BY params_key, solver ORDER "
-                        "BY status = 'optimal' DESC, status = 'error', finished_at DESC) = 1 "
+                        f"BY status = 'optimal' DESC, NOT ({FINAL}), finished_at DESC) = 1 "
                         f"ORDER BY {columns}, solver",
                         [family, *args],
                     ),

@@ -17,9 +17,16 @@ from typing import Any
 import pyarrow as pa
 
 from puzzlesweep import solvers
+from puzzlesweep.core import whole
 
-#: Bump when a column changes meaning or type; readers see it in every row.
-SCHEMA_VERSION = 4  # 4: Delta Lake tables; 3: solution counts; 2: subproblem, certificate
+#: Bump when a column changes meaning or type; readers see it in every row. 5: objective
+#: and bound are int64 (a table made before keeps its double columns, and the integral
+#: values of its new rows are stored there as doubles); 4: Delta Lake tables; 3: solution
+#: counts; 2: subproblem, certificate.
+SCHEMA_VERSION = 5
+#: The columns of whole numbers: every family's objective, and so its dual bound, is an
+#: integer (a count of pieces, removed stones, lines or moves).
+INTEGRAL = ("objective", "bound")
 
 COMMON_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("run_id", pa.string()),
@@ -31,8 +38,8 @@ COMMON_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("solver", pa.string()),
     ("solver_version", pa.string()),
     ("status", pa.string()),
-    ("objective", pa.float64()),
-    ("bound", pa.float64()),
+    ("objective", pa.int64()),
+    ("bound", pa.int64()),
     ("gap", pa.float64()),
     ("solve_seconds", pa.float64()),
     ("nodes", pa.int64()),
@@ -95,6 +102,18 @@ RUN_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("schema_version", pa.int32()),
 ]
 RUN_SCHEMA = pa.schema(RUN_COLUMNS)
+
+
+def integral_values(row: dict[str, Any]) -> dict[str, Any]:
+    """`row` with its `INTEGRAL` columns as ints (4.0 → 4). Raises ValueError naming the
+    column when a value is not a whole number (Arrow would truncate 4.5 to 4)."""
+    row = dict(row)
+    for column in INTEGRAL:
+        value = whole(row.get(column))
+        if value is not None and not isinstance(value, int):
+            raise ValueError(f"{column} {value!r} is not a whole number")
+        row[column] = value
+    return row
 
 
 def arrow_type(annotation: Any) -> pa.DataType:

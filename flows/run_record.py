@@ -18,7 +18,7 @@ from uuid import uuid4
 
 from puzzlesweep import catalog, puzzles
 from puzzlesweep.catalog.runs import HEARTBEAT_SECONDS
-from puzzlesweep.core import BadInput
+from puzzlesweep.core import FINAL, BadInput
 from puzzlesweep.flows.control import Control
 from puzzlesweep.flows.faults import first_line
 from puzzlesweep.flows.spec import Sweep, load
@@ -207,9 +207,9 @@ def status_counts(counts: Counter) -> dict[str, int]:
     return {status: counts.get(status, 0) for status in catalog.STATUSES}
 
 
-PAST_SECONDS = """
+PAST_SECONDS = f"""
 SELECT family, solver, time_limit, avg(solve_seconds), count(*) FROM results
-WHERE NOT coalesce(equivalent, false) AND status <> 'error' GROUP BY ALL
+WHERE NOT coalesce(equivalent, false) AND {FINAL} GROUP BY ALL
 """
 
 

@@ -43,7 +43,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from puzzlesweep import puzzles
-from puzzlesweep.core import BadInput, make_params, validation_message
+from puzzlesweep.core import BadInput, DoneKey, done_key, make_params, validation_message
 from puzzlesweep.puzzles import Instance
 from puzzlesweep.solve import check_count, check_solver, resolve_solver
 from puzzlesweep.solvers import Limits
@@ -96,14 +96,15 @@ class Job:
     count: bool = False
 
     @property
-    def done_key(self) -> tuple[str, str, float, int | None]:
-        """What makes a catalog result final for this job (see `catalog.finished`)."""
-        # the instance's own params_key: an equivalent instance is a row of its own
-        return (
-            self.instance.params_key,
-            self.solver,
-            self.limits.time_limit,
-            self.limits.node_limit,
+    def done_key(self) -> DoneKey:
+        """The `core.DONE_KEY` of this job's result row (see `catalog.finished`)."""
+        return done_key(
+            {
+                "params_key": self.instance.params_key,
+                "solver": self.solver,
+                "time_limit": self.limits.time_limit,
+                "node_limit": self.limits.node_limit,
+            }
         )
 
 

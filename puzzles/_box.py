@@ -73,6 +73,35 @@ def symmetries(dims: Dims) -> list[list[int]]:
     return found
 
 
+def directions(dimension: int) -> list[tuple[int, ...]]:
+    """The (3^D - 1) / 2 directions of a D-dimensional box (axes, plane and space
+    diagonals), each a vector in {-1, 0, 1}^D with its first non-zero coordinate +1."""
+    return [
+        v
+        for v in itertools.product((-1, 0, 1), repeat=dimension)
+        if any(v) and next(x for x in v if x) > 0
+    ]
+
+
+def windows(dims: Dims, k: int) -> tuple[tuple[int, ...], ...]:
+    """Every run of k consecutive cells along a direction (`directions`) inside the box,
+    as row-major index tuples in order along the direction (a falling coordinate runs
+    side-1 down). With k = n on the cube (n,)*d these are its ((n+2)^d - n^d) / 2 lines."""
+    steps = strides(dims)
+    found = []
+    for v in directions(len(dims)):
+        step = index(v, steps)
+        # a start cell is valid when the whole window stays inside the box
+        ranges = [
+            range(0, n - (k - 1)) if x > 0 else range(k - 1, n) if x < 0 else range(n)
+            for x, n in zip(v, dims, strict=True)
+        ]
+        for start in itertools.product(*ranges):
+            first = index(start, steps)
+            found.append(tuple(first + t * step for t in range(k)))
+    return tuple(found)
+
+
 def _equal_pair(dims: Dims) -> tuple[int, int] | None:
     """The first pair of axes i < j with equal sides, or None."""
     pairs = itertools.combinations(range(len(dims)), 2)

@@ -31,7 +31,6 @@ counts in `counts = "all"` (a colour that is never used is the same instance wit
 colour fewer).
 """
 
-import itertools
 import math
 from functools import lru_cache
 
@@ -39,6 +38,7 @@ from pydantic import Field, field_validator, model_validator
 
 from puzzlesweep.core import InvalidSolution
 from puzzlesweep.core import Params as _Params
+from puzzlesweep.puzzles import _box
 from puzzlesweep.solvers.highs import MipModel
 
 NAME = "monochromatic_lines"
@@ -47,7 +47,6 @@ SOLVERS = ("auto", "highs", "scip")
 #: parameters whose values make one series each.
 AXES = ("n", ("d",))
 
-Cell = tuple[int, ...]  # (0, 2, 1): a point of [n]^d
 Line = tuple[int, ...]  # cell indices, in order along the line
 Solution = tuple[int, ...]  # the colour of every cell, row-major
 
@@ -190,24 +189,9 @@ def from_canonical(p: Params, solution: Solution) -> Solution:
 
 @lru_cache(maxsize=64)
 def lines(n: int, d: int) -> tuple[Line, ...]:
-    """Every line of [n]^d as a tuple of row-major cell indices."""
-    index = {cell: i for i, cell in enumerate(itertools.product(range(n), repeat=d))}
-    found = []
-    for v in itertools.product((-1, 0, 1), repeat=d):
-        if not any(v) or next(x for x in v if x) < 0:  # one of v and -v
-            continue
-        fixed = [i for i, x in enumerate(v) if x == 0]
-        for consts in itertools.product(range(n), repeat=len(fixed)):
-            base = dict(zip(fixed, consts, strict=True))
-            cells = []
-            for t in range(n):
-                cell = tuple(
-                    base[i] if x == 0 else (t if x > 0 else n - 1 - t) for i, x in enumerate(v)
-                )
-                cells.append(index[cell])
-            found.append(tuple(cells))
-    assert len(found) == ((n + 2) ** d - n**d) // 2
-    return tuple(found)
+    """Every line of [n]^d as a tuple of row-major cell indices in order along it: the
+    windows of n cells of the box (n,)*d (`_box.windows`), ((n+2)^d - n^d) / 2 of them."""
+    return _box.windows((n,) * d, n)
 
 
 def model(p: Params) -> MipModel:
@@ -230,20 +214,9 @@ def model(p: Params) -> MipModel:
 
 def cube_symmetries(n: int, d: int) -> list[list[int]]:
     """The 2^d · d! symmetries of the cube [n]^d (permute the coordinates, reflect any of
-    them) as cell permutations, image[i] = the cell i goes to; each maps lines to lines."""
-    cells = list(itertools.product(range(n), repeat=d))
-    index = {cell: i for i, cell in enumerate(cells)}
-    found = []
-    for order in itertools.permutations(range(d)):
-        for flips in itertools.product((False, True), repeat=d):
-            image = []
-            for cell in cells:
-                moved = [cell[o] for o in order]
-                image.append(
-                    index[tuple(n - 1 - x if f else x for x, f in zip(moved, flips, strict=True))]
-                )
-            found.append(image)
-    return found
+    them) as cell permutations, image[i] = the cell i goes to, the identity first: the
+    box's (`_box.symmetries`); each maps lines to lines."""
+    return _box.symmetries((n,) * d)
 
 
 def symmetries(p: Params) -> list[list[int]]:

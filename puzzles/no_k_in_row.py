@@ -138,31 +138,10 @@ def from_canonical(p: Params, solution: Solution) -> Solution:
     return _box.carry_back(tuple(p.dims), _axes(p.dims), solution)
 
 
-def directions(dimension: int) -> list[tuple[int, ...]]:
-    """The (3^D - 1) / 2 directions, each with its first non-zero coordinate +1."""
-    return [
-        v
-        for v in itertools.product((-1, 0, 1), repeat=dimension)
-        if any(v) and next(x for x in v if x) > 0
-    ]
-
-
-@lru_cache(maxsize=64)
-def windows(dims: tuple[int, ...], k: int) -> tuple[Window, ...]:
-    """Every window of k cells in the box, as row-major index tuples."""
-    strides = _box.strides(dims)
-    found = []
-    for v in directions(len(dims)):
-        step = _box.index(v, strides)
-        # a start cell is valid when the whole window stays inside the box
-        ranges = [
-            range(0, n - (k - 1)) if x > 0 else range(k - 1, n) if x < 0 else range(n)
-            for x, n in zip(v, dims, strict=True)
-        ]
-        for start in itertools.product(*ranges):
-            first = _box.index(start, strides)
-            found.append(tuple(first + t * step for t in range(k)))
-    return tuple(found)
+#: The directions of a box and its windows of k cells (`_box.directions`, `_box.windows`;
+#: the windows of each box and k are built once per process).
+directions = _box.directions
+windows = lru_cache(maxsize=64)(_box.windows)
 
 
 @lru_cache(maxsize=64)

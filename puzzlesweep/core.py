@@ -13,9 +13,31 @@ is the same hash of the instance's own params, which tells equivalent instances 
 import hashlib
 import json
 import typing
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+#: The result columns that name one job's result: the instance's own params (an
+#: equivalent instance is a row of its own), the engine and the limits. A job whose key
+#: has a stored row of a final status (`FINAL`) is done; a re-run skips it.
+DONE_KEY = ("params_key", "solver", "time_limit", "node_limit")
+DoneKey = tuple[str, str, float, int | None]
+#: SQL condition on a result row: its status is final, any status but `error` (a solve
+#: that failed is tried again by the next run).
+FINAL = "status <> 'error'"
+
+
+def whole(value: Any) -> Any:
+    """An integral float as an int (4.0 → 4: every family's objective is an integer, and
+    rows and `--json` show it so); any other value as it is."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def done_key(row: Mapping[str, Any]) -> DoneKey:
+    """The `DONE_KEY` values of a result row (or of any mapping with those keys), in
+    order: (params_key, solver, time_limit in seconds, node_limit or None)."""
+    return tuple(row[column] for column in DONE_KEY)  # type: ignore[return-value]
 
 
 class Params(BaseModel):

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from puzzlesweep import puzzles
-from puzzlesweep.core import BadInput, InvalidSolution
+from puzzlesweep.core import BadInput, InvalidSolution, whole
 from puzzlesweep.puzzles import Instance
 from puzzlesweep.solvers import Limits, SolverResult
 
@@ -138,13 +138,14 @@ def empty_row(instance: Instance, solver: str, limits: Limits) -> dict[str, Any]
 
 
 def result_fields(result: SolverResult) -> dict[str, Any]:
-    """The fields of a row that a solver's result gives as they are: status,
-    solver_version, objective, bound, gap, solve_seconds, nodes and error (its message)."""
+    """The fields of a row that a solver's result gives: status, solver_version,
+    objective and bound (an integral value as an int, `core.whole`), gap, solve_seconds,
+    nodes and error (its message)."""
     return {
         "status": result.status,
         "solver_version": result.solver_version,
-        "objective": result.objective,
-        "bound": result.bound,
+        "objective": whole(result.objective),
+        "bound": whole(result.bound),
         "gap": result.gap,
         "solve_seconds": result.seconds,
         "nodes": result.nodes,
@@ -165,7 +166,7 @@ def verified_fields(family, params, solution: Any, claimed: float | None) -> dic
         return {**fields, "verified": False, "error": f"verifier: {exc}"}
     if claimed is None or not math.isclose(value, claimed, abs_tol=1e-6):
         return {**fields, "verified": False, "error": f"verifier recomputed {value}, not {claimed}"}
-    return {**fields, "verified": True, "error": None, "objective": float(value)}
+    return {**fields, "verified": True, "error": None, "objective": whole(float(value))}
 
 
 def _fill(row: dict[str, Any], instance: Instance, result: SolverResult, decoded: Any) -> None:

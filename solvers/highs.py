@@ -19,7 +19,7 @@ import highspy
 import numpy as np
 
 from . import Limits, SolverResult, relative_gap
-from .mip import MipModel, finite, has_integral_objective, integral_bounds
+from .mip import MipModel, finite, has_integral_objective, integral_bounds, reported_values
 
 __all__ = ["MipModel", "VERSION", "has_integral_objective", "integral_bounds", "solve"]
 
@@ -61,7 +61,7 @@ def solve(model: MipModel, limits: Limits) -> SolverResult:
     Returns status optimal | infeasible | time_limit | node_limit | error, the incumbent's
     objective and its column values (list of n floats), the dual bound, the gap, the
     branch-and-bound node count and the wall-clock seconds. With an integral objective
-    (`has_integral_objective`) the bound and objective are rounded (`integral_bounds`).
+    (`has_integral_objective`) the bound and objective are rounded (`mip.reported_values`).
     A `model.options` entry HiGHS refuses, or one naming threads or time_limit, gives
     status error with a message naming it.
     """
@@ -106,15 +106,7 @@ def solve(model: MipModel, limits: Limits) -> SolverResult:
     status = _STATUS.get(model_status, "error")
     has_incumbent = info.primal_solution_status == 2  # kSolutionStatusFeasible
     objective = finite(info.objective_function_value) if has_incumbent else None
-    bound = finite(info.mip_dual_bound)
-    if status == "optimal":
-        bound = objective if bound is None else bound
-    if status == "infeasible":
-        objective = bound = None
-    if has_integral_objective(model):
-        objective, bound = integral_bounds(objective, bound)
-        if objective is not None and bound is not None and bound > objective:
-            bound = objective  # a bound within tolerance above the incumbent
+    objective, bound = reported_values(model, status, objective, finite(info.mip_dual_bound))
     solution = list(h.getSolution().col_value) if has_incumbent else None
     message = (
         None if status != "error" else f"HiGHS model status {h.modelStatusToString(model_status)}"

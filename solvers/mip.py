@@ -94,9 +94,29 @@ def integral_bounds(
     """(objective, bound) for a minimisation whose values are integers: the bound rounded
     up, ceil(bound - tolerance) (HiGHS reports 3.9999999999998583 for a proven 4), and the
     objective rounded to the nearest integer when it lies within `tolerance` of one
-    (left as it is otherwise). None stays None."""
+    (left as it is otherwise); a rounded bound above the incumbent (within tolerance of
+    it) becomes the incumbent's value. None stays None."""
     if bound is not None:
         bound = float(math.ceil(bound - tolerance))
     if objective is not None and abs(objective - round(objective)) <= tolerance:
         objective = float(round(objective))
+    if objective is not None and bound is not None and bound > objective:
+        bound = objective
+    return objective, bound
+
+
+def reported_values(
+    model: MipModel, status: str, objective: float | None, bound: float | None
+) -> tuple[float | None, float | None]:
+    """The (objective, dual bound) an engine reports for `model` from its raw finite
+    values (`finite`) and its status: none for `infeasible`; an optimum without a
+    bound of its own is its own bound; with an integral objective
+    (`has_integral_objective`) both rounded by `integral_bounds`. The one rule of
+    `highs.solve` and `scip.solve`."""
+    if status == "infeasible":
+        return None, None
+    if status == "optimal" and bound is None:
+        bound = objective
+    if has_integral_objective(model):
+        return integral_bounds(objective, bound)
     return objective, bound

@@ -5,9 +5,9 @@
 thread; `lp/threads` is set from the limits, 1 by default), on the wall clock, with its
 output off, the relative and absolute gap limits at 0, under the time limit and the
 optional node limit. A `model.start` is checked against the model and handed to SCIP
-as a starting incumbent (`extra["start_used"]` says whether SCIP accepted it). With an
-integral objective (`mip.has_integral_objective`) the objective and the dual bound are
-rounded as HiGHS's are (`mip.integral_bounds`).
+as a starting incumbent (`extra["start_used"]` says whether SCIP accepted it). The
+objective and the dual bound are reported by the rule HiGHS's are (`mip.reported_values`:
+rounded with an integral objective).
 
 `count(model, optimum, symmetries, limits)` counts the optimal solutions exactly with
 SCIP's own counting (the `countsols` constraint handler, after `setParamsCountsols`:
@@ -36,7 +36,7 @@ from importlib.metadata import version
 import pyscipopt
 
 from . import Limits, SolverResult, relative_gap
-from .mip import MipModel, finite, has_integral_objective, integral_bounds
+from .mip import MipModel, finite, reported_values
 
 VERSION = f"{version('pyscipopt')}/SCIP {pyscipopt.Model().version()}"
 
@@ -139,13 +139,7 @@ def solve(model: MipModel, limits: Limits) -> SolverResult:
         best = m.getBestSol()
         objective = finite(m.getSolObjVal(best))
         solution = [m.getSolVal(best, x) for x in xs]
-    bound = finite(m.getDualbound()) if status != "infeasible" else None
-    if status == "optimal" and bound is None:
-        bound = objective
-    if has_integral_objective(model):
-        objective, bound = integral_bounds(objective, bound)
-        if objective is not None and bound is not None and bound > objective:
-            bound = objective  # a bound within tolerance above the incumbent
+    objective, bound = reported_values(model, status, objective, finite(m.getDualbound()))
     return SolverResult(
         status=status,
         objective=objective,

@@ -51,13 +51,6 @@ DashboardOption = Annotated[
     str, typer.Option(help="Local cluster's Dask dashboard, HOST:PORT (0: any free port)")
 ]
 INTEGER = re.compile(r"^-?\d+$")
-#: `solve`'s default memory limit for its solver process (T_8 fewest moves, the largest
-#: search measured, peaked at 1.7 GB; `--memory-limit` raises it).
-SOLVE_MEMORY = "4GiB"
-#: Seconds past `solve`'s time limit before its solver process is killed (verifying and
-#: decoding come after the solver's own clock).
-SOLVE_GRACE = 10.0
-DONE = ("params_key", "solver", "time_limit", "node_limit")  # the columns of Job.done_key
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
@@ -186,15 +179,21 @@ def check_catalog_directory(catalog_path: str) -> None:
 
 def parse_memory(text: str | None) -> int | None:
     """`--memory-limit` text ('2GiB', '512MB', '1e9') → bytes, or None for None/'none'.
-    Raises BadInput naming the option."""
+    Raises BadInput naming the option for a text that is no size, or a size below the
+    solver process's floor (`flows.isolate.MIN_MEMORY`)."""
     if text is None or text.lower() == "none":
         return None
     from dask.utils import parse_bytes
 
+    from puzzlesweep.flows.isolate import MIN_MEMORY, mib
+
     try:
-        return int(parse_bytes(text))
+        size = int(parse_bytes(text))
     except (ValueError, TypeError):
         raise BadInput(f"--memory-limit {text!r} is not a size such as 2GiB or 512MB") from None
+    if size < MIN_MEMORY:
+        raise BadInput(f"--memory-limit {text} is below the minimum of {mib(MIN_MEMORY)}")
+    return size
 
 
 def quiet_dask() -> None:

@@ -8,8 +8,7 @@ from rich.table import Table
 
 from puzzlesweep import catalog
 from puzzlesweep.cli.common import cell_text, err
-
-DONE = ("params_key", "solver", "time_limit", "node_limit")  # the columns of Job.done_key
+from puzzlesweep.core import done_key
 
 
 def _left(seconds: float | None) -> str:
@@ -98,10 +97,6 @@ def summary_table(catalog_path: str, plan, run_id: str) -> Table:
     from puzzlesweep import puzzles
 
     wanted = {job.done_key: job for job in plan.jobs}
-
-    def done_key(r: dict) -> tuple:
-        return tuple(r[k] for k in DONE)
-
     keys = sorted({key[0] for key in wanted})
     rows = [r for r in catalog.latest(catalog_path, keys) if done_key(r) in wanted]
     order = {key: i for i, key in enumerate(wanted)}

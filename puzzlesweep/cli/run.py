@@ -93,8 +93,6 @@ def run(
             "--workers sizes a local cluster, and --address uses a cluster already started",
         )
         memory = parse_memory(memory_limit)
-        if memory is not None and memory < 256 * 2**20:
-            raise BadInput(f"--memory-limit {memory_limit} is below the minimum of 256 MiB")
         check_dashboard_address(dashboard_address)
         check_catalog_directory(catalog_path)  # a file, another directory, not writable
         plan = load(spec, max_instances)  # validate everything before any work starts

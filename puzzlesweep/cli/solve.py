@@ -61,7 +61,7 @@ def solve(
     the model. A limit that cuts it is shown as the status and a one-line reason."""
     from puzzlesweep import puzzles
     from puzzlesweep.core import make_params
-    from puzzlesweep.flows.isolate import MIN_MEMORY, Child, Interrupted
+    from puzzlesweep.flows.isolate import Child, Interrupted
     from puzzlesweep.puzzles import Instance
     from puzzlesweep.solve import check_count, check_solver, empty_row
     from puzzlesweep.solvers import Limits
@@ -78,8 +78,6 @@ def solve(
         if picture is not None and not os.path.isdir(os.path.dirname(picture) or "."):
             raise BadInput(f"--picture: the folder of {picture!r} does not exist")
         memory = parse_memory(memory_limit)
-        if memory is not None and memory < MIN_MEMORY:
-            raise BadInput(f"--memory-limit {memory_limit} is below the minimum of 256 MiB")
     except (BadInput, ValueError) as exc:
         raise fail(f"{family}: {exc}") from None
     child = Child(memory, grace=SOLVE_GRACE)
