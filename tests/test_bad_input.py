@@ -240,3 +240,30 @@ def test_a_dry_run_of_a_spec_beyond_what_a_run_can_plan_is_refused_by_counting(t
         )
         assert peak < GIB
     assert not (tmp_path / "results").exists()
+
+
+def test_a_worker_count_the_machine_cannot_hold_is_refused_at_once(tmp_path):
+    # --workers 100000 printed its first line, then sat for 7 minutes growing to 2.1 GB.
+    from puzzlesweep.cli.common import CORES, WORKERS_PER_CORE, check_workers
+    from puzzlesweep.core import BadInput
+
+    spec = tmp_path / "slow.toml"
+    spec.write_text(SLOW)
+    runs = {
+        "run": ["run", str(spec)],
+        "prove": ["prove", "no_k_in_row", "dims=6,7,6", "k=5", "--split", "1:0,6"],
+    }
+    for args in runs.values():
+        code, seconds, peak, output = measured(
+            tmp_path, *args, "--catalog", str(tmp_path / "results"), "--workers", "100000"
+        )
+        assert code == 2, output
+        [line] = output.strip().splitlines()
+        assert line.startswith("error: ") and "--workers 100000: this machine can take" in line
+        most = int(line.split("at most ")[1].split()[0])
+        assert 1 <= most <= WORKERS_PER_CORE * CORES
+        assert peak < GIB
+    assert not (tmp_path / "results").exists()
+    check_workers(2 * CORES)  # oversubscribing a few on purpose stays possible
+    with pytest.raises(BadInput, match=f"at most {most} local workers"):
+        check_workers(most + 1)

@@ -19,6 +19,7 @@ from puzzlesweep.cli.common import (
     cell_text,
     check_catalog_directory,
     check_dashboard_address,
+    check_workers,
     err,
     fail,
     out,
@@ -92,6 +93,7 @@ def run(
             {"--address": address, "--workers": workers},
             "--workers sizes a local cluster, and --address uses a cluster already started",
         )
+        check_workers(workers)
         memory = parse_memory(memory_limit)
         if memory is not None and memory < 256 * 2**20:
             raise BadInput(f"--memory-limit {memory_limit} is below the minimum of 256 MiB")
@@ -241,6 +243,7 @@ def prove(
             raise BadInput(f"--wall must be > 0 seconds, got {wall}")
         if probe < 0:
             raise BadInput(f"--probe must be >= 0 seconds, got {probe}")
+        check_workers(workers)
         build(proof)
         catalog.check_writable(catalog_path)
     except ValidationError as exc:
