@@ -4,9 +4,14 @@ its memory and time limits from the start of building the model. Each case is a 
 `puzzlesweep` process, checked for its exit code, its wall time and the peak memory of
 the children it started (`resource.getrusage(RUSAGE_CHILDREN)`)."""
 
+import contextlib
 import json
+import socket
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -267,3 +272,49 @@ def test_a_worker_count_the_machine_cannot_hold_is_refused_at_once(tmp_path):
     check_workers(2 * CORES)  # oversubscribing a few on purpose stays possible
     with pytest.raises(BadInput, match=f"at most {most} local workers"):
         check_workers(most + 1)
+
+
+@contextmanager
+def silent_server() -> Iterator[str]:
+    """A TCP server on 127.0.0.1 that accepts every connection and never answers
+    (as a wedged scheduler or a wrong service would); yields its tcp:// address."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):  # the listener is closed at the end
+            while True:
+                held.append(listener.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"tcp://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        thread.join(10)
+        for connection in held:
+            connection.close()
+
+
+def test_an_address_that_accepts_and_never_answers_exits_2_before_any_run(tmp_path):
+    # run and prove hung past 120 s on such a port (prove printed nothing at all).
+    spec = tmp_path / "slow.toml"
+    spec.write_text(SLOW)
+    catalog = str(tmp_path / "results")
+    with silent_server() as address:
+        commands = {
+            "run": ["run", str(spec), "--connect-timeout", "3"],
+            "prove": ["prove", "no_k_in_row", "dims=6,7,6", "k=5", "--split", "1:0,6"],
+        }
+        for name, args in commands.items():
+            code, seconds, peak, output = measured(
+                tmp_path, *args, "--catalog", catalog, "--address", address, timeout=300
+            )
+            wait = 3 if name == "run" else 10
+            assert code == 2, output
+            assert output.strip() == (
+                f"error: --address {address}: no Dask scheduler answered within {wait} s"
+            )
+    assert not (tmp_path / "results").exists()  # no run row, nothing written

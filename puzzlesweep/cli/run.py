@@ -100,6 +100,10 @@ def run(
         check_dashboard_address(dashboard_address)
         check_catalog_directory(catalog_path)  # a file, another directory, not writable
         plan = load(spec, max_instances)  # validate everything before any work starts
+        if address:  # a bounded probe: a port that never answers must not hold the run
+            from puzzlesweep.flows.cluster import probe_scheduler
+
+            probe_scheduler(address, connect_timeout)
     except BadInput as exc:
         raise fail(str(exc)) from None
     from puzzlesweep.flows.api import TemporaryAPI
@@ -108,12 +112,9 @@ def run(
     # the temporary Prefect API (about 8 s) starts first, while Prefect is imported here
     api = None if configured_api() else TemporaryAPI()
     with interruptible(), api or nullcontext(), run_errors():
-        from puzzlesweep.flows.cluster import check_address
         from puzzlesweep.flows.sweep import run_sweep
 
         quiet_dask()
-        if address:
-            check_address(address)
         with progress_display():
             report = run_sweep(
                 spec,
@@ -250,7 +251,7 @@ def prove(
         raise fail(f"{family}: {validation_message(exc, puzzles.get(family).Params)}") from None
     except (BadInput, ValueError) as exc:
         raise fail(f"{family}: {exc}") from None
-    from puzzlesweep.flows.cluster import check_address
+    from puzzlesweep.flows.cluster import probe_scheduler
     from puzzlesweep.flows.prove import run_prove
 
     if check:
@@ -263,8 +264,8 @@ def prove(
         return
     quiet_dask()
     with run_errors():
-        if address:
-            check_address(address)
+        if address:  # bounded: a port that accepts and never answers exits 2 in 10 s
+            probe_scheduler(address)
         report = run_prove(
             proof,
             catalog_path,
