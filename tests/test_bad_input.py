@@ -318,3 +318,27 @@ def test_an_address_that_accepts_and_never_answers_exits_2_before_any_run(tmp_pa
                 f"error: --address {address}: no Dask scheduler answered within {wait} s"
             )
     assert not (tmp_path / "results").exists()  # no run row, nothing written
+
+
+def test_a_dashboard_address_that_cannot_be_bound_is_one_line_before_any_run_row(tmp_path):
+    # 8.8.8.8 is no address of this machine: two tracebacks, exit 1 and a run row before.
+    spec = tmp_path / "slow.toml"
+    spec.write_text(SLOW)
+    commands = {
+        "run": ["run", str(spec)],
+        "prove": ["prove", "no_k_in_row", "dims=6,7,6", "k=5", "--split", "1:0,6"],
+    }
+    for args in commands.values():
+        code, seconds, peak, output = measured(
+            tmp_path,
+            *args,
+            "--catalog",
+            str(tmp_path / "results"),
+            "--dashboard-address",
+            "8.8.8.8:80",
+        )
+        assert code == 2, output
+        [line] = output.strip().splitlines()
+        expected = "--dashboard-address 8.8.8.8:80: cannot be bound here"
+        assert line.startswith("error: ") and expected in line, line
+    assert not (tmp_path / "results").exists()  # no run row, nothing written

@@ -156,12 +156,30 @@ def run_errors():
 DASHBOARD_ADDRESS = re.compile(r"^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):(\d{1,5})$")
 
 
-def check_dashboard_address(text: str) -> str:
-    """`text` if it is HOST:PORT (or :PORT) with a port of 0..65535; raises BadInput
-    naming the option otherwise."""
+def check_dashboard_address(text: str, bind: bool = True) -> str:
+    """`text` if it is HOST:PORT (or :PORT) with a port of 0..65535 and, with `bind`,
+    a socket can be bound there now (a port in use is fine: the dashboard then takes
+    another); raises BadInput naming the option otherwise, e.g. for a host that is not
+    this machine's (8.8.8.8:80), before anything starts."""
+    import errno
+    import socket
+
     match = DASHBOARD_ADDRESS.match(text)
     if not match or int(match[2]) > 65535:
         raise BadInput(f"--dashboard-address {text!r} is not HOST:PORT (e.g. 127.0.0.1:8787)")
+    if not bind:
+        return text
+    host = match[1].strip("[]")
+    try:
+        found = socket.getaddrinfo(host or None, int(match[2]), type=socket.SOCK_STREAM)
+        family, _, _, _, where = found[0]
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(where)
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            why = exc.strerror or str(exc)
+            raise BadInput(f"--dashboard-address {text}: cannot be bound here ({why})") from None
     return text
 
 

@@ -97,7 +97,7 @@ def run(
         memory = parse_memory(memory_limit)
         if memory is not None and memory < 256 * 2**20:
             raise BadInput(f"--memory-limit {memory_limit} is below the minimum of 256 MiB")
-        check_dashboard_address(dashboard_address)
+        check_dashboard_address(dashboard_address, bind=not address)
         check_catalog_directory(catalog_path)  # a file, another directory, not writable
         plan = load(spec, max_instances)  # validate everything before any work starts
         if address:  # a bounded probe: a port that never answers must not hold the run
@@ -245,6 +245,7 @@ def prove(
         if probe < 0:
             raise BadInput(f"--probe must be >= 0 seconds, got {probe}")
         check_workers(workers)
+        check_dashboard_address(dashboard_address, bind=not address)
         build(proof)
         catalog.check_writable(catalog_path)
     except ValidationError as exc:
