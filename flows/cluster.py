@@ -173,6 +173,42 @@ def check_address(address: str) -> str:
     return address
 
 
+def probe_scheduler(address: str, timeout: float = 10.0) -> str:
+    """`address` once the Dask scheduler there has answered an identity request, the
+    whole exchange bounded by `timeout` seconds: a port that accepts a connection and
+    never answers would hold `distributed.Client` for ever. Raises BadInput naming the
+    address for a malformed one, one where nothing answers in time, or one where what
+    answers is not a Dask scheduler. A `tls://` address is only checked for its form
+    (the probe has no certificates)."""
+    import asyncio
+
+    check_address(address)
+    if address.startswith("tls://"):
+        return address
+    try:
+        reply = asyncio.run(asyncio.wait_for(_identity(address, timeout), timeout))
+    except TimeoutError:
+        reply = f"no Dask scheduler answered within {timeout:g} s"
+    except Exception as exc:  # noqa: BLE001 (refused, reset, or not Dask's protocol)
+        reply = f"no Dask scheduler answered within {timeout:g} s ({str(exc)[:200]})"
+    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
+        why = reply if isinstance(reply, str) else "what answered is not a Dask scheduler"
+        raise BadInput(f"--address {address}: {why}")
+    return address
+
+
+async def _identity(address: str, timeout: float) -> object:
+    """The reply of the Dask server at `address` to an `identity` request."""
+    from distributed.comm import connect as open_comm
+
+    comm = await open_comm(address, timeout=timeout)
+    try:
+        await comm.write({"op": "identity", "reply": True})
+        return await comm.read()
+    finally:
+        comm.abort()
+
+
 def connect(address: str, timeout: float = 10.0):
     """A `distributed.Client` of the scheduler at `address`. Raises BadInput for a
     malformed address or one where no scheduler answers within `timeout` seconds."""

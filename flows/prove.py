@@ -8,12 +8,18 @@ so the 0.2 s per task is no concern); its row is written by the task itself befo
 returns, so a killed run loses only the parts in flight, and a re-run solves only the
 parts whose stored row is not final (`proof.is_done`). At most one part per worker is
 in flight, so each new part gets the best incumbent known at its start as a cutoff.
+
+A prove run is recorded in the catalog's `runs` table as a sweep's run is (sweep
+`prove-KEY`, a heartbeat while it runs, then `finished`, `failed` or `interrupted`), and
+a second run of the same attempt at once is refused. An attempt whose every part is
+final in the catalog, with its combined row written after them, is answered from the
+catalog (`settled`): no cluster, no API, no row written.
 """
 
 import json
 import math
 import time
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from datetime import UTC, datetime
 from uuid import uuid4
 
@@ -65,12 +71,10 @@ def prove(
     workers: int = 2,
     probe_seconds: float = 0.0,
     wall_seconds: float | None = None,
+    run_id: str | None = None,
 ) -> dict:
     """Run the attempt `proof` into `catalog_path` with at most `workers` parts in
-    flight; returns {"run_id", "key", "parts", "stored" (final parts found in the
-    catalog), "solved" (parts solved now), "missing" (parts without a row), "closed"
-    (parts optimal or infeasible), "at_limit" (parts stopped by a limit),
-    "status", "objective", "bound", "seconds", "row"}.
+    flight, its rows under `run_id` (None: a new one); returns `_report`'s dict.
 
     `probe_seconds` > 0 first solves the whole instance that long (once per key: a
     stored probe is reused), for an incumbent and a dual bound. `wall_seconds` caps the
@@ -80,7 +84,7 @@ def prove(
     logger = get_run_logger()
     started = time.perf_counter()
     catalog_path = catalog.resolve(catalog_path)
-    run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid4().hex[:6]}"
+    run_id = run_id or new_run_id()
     instance, model, split, description = build(proof)
     integral = splitting.integral_objective(model)
     parts, probe, _ = stored(catalog_path, proof)
@@ -145,14 +149,29 @@ def prove(
     submit_all(submit_next, max(1, workers), on_result, on_failure)
     row = combined_row(proof, parts, probe, run_id)
     write_row(catalog_path, proof, row, "combined")
-    missing = [i for i in range(len(split.parts)) if i not in parts]
+    return _report(proof, len(split.parts), parts, len(already), solved, row, started)
+
+
+def new_run_id() -> str:
+    """A run id as sweeps make them: UTC time to the second and six hex digits."""
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid4().hex[:6]}"
+
+
+def _report(
+    proof: Proof, total: int, parts: dict, already: int, solved: int, row: dict, started: float
+) -> dict:
+    """{"run_id" (the run that wrote the combined `row`), "key", "parts" (`total`),
+    "stored" (final parts found in the catalog), "solved" (parts solved now), "missing"
+    (parts without a row), "closed" (parts optimal or infeasible), "at_limit" (parts
+    stopped by a limit), "status", "objective", "bound", "seconds" (since `started`,
+    perf_counter), "row"}."""
     return {
-        "run_id": run_id,
+        "run_id": row["run_id"],
         "key": proof.key,
-        "parts": len(split.parts),
-        "stored": len(already),
+        "parts": total,
+        "stored": already,
         "solved": solved,
-        "missing": len(missing),
+        "missing": sum(1 for i in range(total) if i not in parts),
         "closed": sum(1 for r in parts.values() if r["status"] in ("optimal", "infeasible")),
         "at_limit": sum(1 for r in parts.values() if r["status"] in ("time_limit", "node_limit")),
         "status": row["status"],
@@ -161,6 +180,72 @@ def prove(
         "seconds": time.perf_counter() - started,
         "row": row,
     }
+
+
+def settled(proof: Proof, catalog_path: str, probe_seconds: float = 0.0) -> dict | None:
+    """The `_report` of attempt `proof` from the catalog alone (nothing solved, nothing
+    written), or None when work is left: a part without a row final for `proof.limits`
+    (`is_done`), a probe asked for (`probe_seconds` > 0) and not stored, or no combined
+    row written after the newest part and probe."""
+    started = time.perf_counter()
+    _, _, split, _ = build(proof)
+    parts, probe, combined = stored(catalog_path, proof)
+    if len(parts) < len(split.parts) or not all(is_done(r, proof.limits) for r in parts.values()):
+        return None
+    if (probe_seconds > 0 and probe is None) or combined is None:
+        return None
+    if combined["finished_at"] < max(r["finished_at"] for r in [*parts.values(), probe] if r):
+        return None
+    return _report(proof, len(split.parts), parts, len(parts), 0, combined, started)
+
+
+def _claim(proof: Proof, catalog_path: str, probe_seconds: float, wall: float | None) -> dict:
+    """The `runs` manifest of a new prove run of `proof`, its row written (state
+    `running`) by `catalog.claim` as a sweep's is; raises BadInput when a run of the
+    same attempt is alive. `spec` holds the attempt as JSON; `planned` counts its parts,
+    `skipped` those final in the catalog."""
+    _, _, split, _ = build(proof)
+    parts, _, _ = stored(catalog_path, proof)
+    attempt = {
+        "family": proof.family,
+        "params": proof.params,
+        "split": proof.split,
+        "width": proof.width,
+        "solver": proof.solver,
+        "time_limit": proof.limits.time_limit,
+        "cutoff": proof.cutoff,
+        "probe_seconds": probe_seconds,
+        "wall_seconds": wall,
+    }
+    manifest = {
+        "run_id": new_run_id(),
+        "sweep": f"prove-{proof.key}",
+        "spec_path": None,
+        "spec": json.dumps(attempt),
+        "started_at": datetime.now(UTC),
+        "planned": len(split.parts),
+        "skipped": sum(1 for row in parts.values() if is_done(row, proof.limits)),
+        "batch_size": 1,  # one part per task
+        "force": False,
+    }
+    catalog.claim(catalog_path, manifest)
+    return manifest
+
+
+COUNTS = "SELECT status, count(*) FROM results WHERE run_id = ? AND solver NOT LIKE '%-split' "
+COUNTS += "GROUP BY 1"  # the parts and the probe a run solved (not its combined row)
+
+
+def _end(catalog_path: str, manifest: dict, state: str) -> None:
+    """Write the last `runs` row of a prove run: `state`, its counts by status and
+    `solved` (parts and probe it wrote), now as `finished_at`."""
+    try:
+        _, rows = catalog.query(catalog_path, COUNTS, [manifest["run_id"]])
+    except Exception:  # noqa: BLE001 (no results table yet, or unreadable: no counts)
+        rows = []
+    counts = {status: 0 for status in catalog.STATUSES} | dict(rows)
+    ended = {"state": state, "finished_at": datetime.now(UTC), "solved": sum(counts.values())}
+    catalog.write_run(catalog_path, {**manifest, **counts, **ended})
 
 
 def run_prove(
@@ -176,8 +261,11 @@ def run_prove(
 ) -> dict:
     """Run `prove` on Dask (the scheduler at `address`, or a new LocalCluster of
     `workers` single-threaded processes) under the configured or a temporary Prefect
-    API, as `flows.sweep.run_sweep` does. Returns the flow's report plus "scheduler"
-    and "dashboard". Raises BadInput for a bad split or address."""
+    API, as `flows.sweep.run_sweep` does, recorded in `runs` (see the module
+    docstring). Returns the flow's report plus "scheduler" and "dashboard"; an attempt
+    already `settled` in the catalog returns its stored report (both None) and starts
+    nothing. Raises BadInput for a bad split or address, or while a run of the same
+    attempt is alive."""
     from prefect import tags
     from prefect_dask import DaskTaskRunner
 
@@ -185,17 +273,37 @@ def run_prove(
 
     build(proof)  # bad input fails before any cluster starts
     say = announce or (lambda line: None)
+    catalog_path = catalog.resolve(catalog_path)
+    if (report := settled(proof, catalog_path, probe_seconds)) is not None:
+        say(f"prove {proof.key}: every part is final in the catalog, nothing to solve")
+        return {**report, "scheduler": None, "dashboard": None}
+    manifest = _claim(proof, catalog_path, probe_seconds, wall_seconds)
     api = None if configured_api() else TemporaryAPI()  # starts with the cluster
-    with (
-        api or nullcontext(),
-        dask_cluster(address, workers, dashboard_address, connect_timeout) as cluster,
-    ):
-        scheduler, dashboard, found = cluster
-        say(f"Dask scheduler {scheduler}, {found} workers, dashboard {dashboard or '(none)'}")
-        with prefect_api(api), tags(f"sweep:prove-{proof.key}", f"family:{proof.family}"):
-            flow_ = prove.with_options(
-                task_runner=DaskTaskRunner(address=scheduler),
-                flow_run_name=f"prove {proof.family} {proof.key} {datetime.now():%Y-%m-%d %H:%M}",
+    try:
+        with (
+            catalog.Heartbeat(catalog_path, lambda: manifest),
+            api or nullcontext(),
+            dask_cluster(address, workers, dashboard_address, connect_timeout) as cluster,
+        ):
+            scheduler, dashboard, found = cluster
+            say(f"Dask scheduler {scheduler}, {found} workers, dashboard {dashboard or '(none)'}")
+            with prefect_api(api), tags(f"sweep:prove-{proof.key}", f"family:{proof.family}"):
+                flow_ = prove.with_options(
+                    task_runner=DaskTaskRunner(address=scheduler),
+                    flow_run_name=f"prove {proof.family} {proof.key} "
+                    f"{datetime.now():%Y-%m-%d %H:%M}",
+                )
+                report = flow_(
+                    proof, catalog_path, max(1, found), probe_seconds, wall_seconds,
+                    manifest["run_id"],
+                )  # fmt: skip
+    except BaseException as exc:  # the run's own bookkeeping never hides why it ended
+        with suppress(Exception):
+            _end(
+                catalog_path,
+                manifest,
+                "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed",
             )
-            report = flow_(proof, catalog_path, max(1, found), probe_seconds, wall_seconds)
+        raise
+    _end(catalog_path, manifest, "finished")
     return {**report, "scheduler": scheduler, "dashboard": dashboard}

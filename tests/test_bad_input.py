@@ -4,9 +4,14 @@ its memory and time limits from the start of building the model. Each case is a 
 `puzzlesweep` process, checked for its exit code, its wall time and the peak memory of
 the children it started (`resource.getrusage(RUSAGE_CHILDREN)`)."""
 
+import contextlib
 import json
+import socket
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -270,3 +275,100 @@ def test_a_dry_run_of_a_spec_beyond_what_a_run_can_plan_is_refused_by_counting(t
         )
         assert peak < GIB
     assert not (tmp_path / "results").exists()
+
+
+def test_a_worker_count_the_machine_cannot_hold_is_refused_at_once(tmp_path):
+    # --workers 100000 printed its first line, then sat for 7 minutes growing to 2.1 GB.
+    from puzzlesweep.cli.common import CORES, WORKERS_PER_CORE, check_workers
+    from puzzlesweep.core import BadInput
+
+    spec = tmp_path / "slow.toml"
+    spec.write_text(SLOW)
+    runs = {
+        "run": ["run", str(spec)],
+        "prove": ["prove", "no_k_in_row", "dims=6,7,6", "k=5", "--split", "1:0,6"],
+    }
+    for args in runs.values():
+        code, seconds, peak, output = measured(
+            tmp_path, *args, "--catalog", str(tmp_path / "results"), "--workers", "100000"
+        )
+        assert code == 2, output
+        [line] = output.strip().splitlines()
+        assert line.startswith("error: ") and "--workers 100000: this machine can take" in line
+        most = int(line.split("at most ")[1].split()[0])
+        assert 1 <= most <= WORKERS_PER_CORE * CORES
+        assert peak < GIB
+    assert not (tmp_path / "results").exists()
+    check_workers(2 * CORES)  # oversubscribing a few on purpose stays possible
+    with pytest.raises(BadInput, match=f"at most {most} local workers"):
+        check_workers(most + 1)
+
+
+@contextmanager
+def silent_server() -> Iterator[str]:
+    """A TCP server on 127.0.0.1 that accepts every connection and never answers
+    (as a wedged scheduler or a wrong service would); yields its tcp:// address."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):  # the listener is closed at the end
+            while True:
+                held.append(listener.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"tcp://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        thread.join(10)
+        for connection in held:
+            connection.close()
+
+
+def test_an_address_that_accepts_and_never_answers_exits_2_before_any_run(tmp_path):
+    # run and prove hung past 120 s on such a port (prove printed nothing at all).
+    spec = tmp_path / "slow.toml"
+    spec.write_text(SLOW)
+    catalog = str(tmp_path / "results")
+    with silent_server() as address:
+        commands = {
+            "run": ["run", str(spec), "--connect-timeout", "3"],
+            "prove": ["prove", "no_k_in_row", "dims=6,7,6", "k=5", "--split", "1:0,6"],
+        }
+        for name, args in commands.items():
+            code, seconds, peak, output = measured(
+                tmp_path, *args, "--catalog", catalog, "--address", address, timeout=300
+            )
+            wait = 3 if name == "run" else 10
+            assert code == 2, output
+            assert output.strip() == (
+                f"error: --address {address}: no Dask scheduler answered within {wait} s"
+            )
+    assert not (tmp_path / "results").exists()  # no run row, nothing written
+
+
+def test_a_dashboard_address_that_cannot_be_bound_is_one_line_before_any_run_row(tmp_path):
+    # 8.8.8.8 is no address of this machine: two tracebacks, exit 1 and a run row before.
+    spec = tmp_path / "slow.toml"
+    spec.write_text(SLOW)
+    commands = {
+        "run": ["run", str(spec)],
+        "prove": ["prove", "no_k_in_row", "dims=6,7,6", "k=5", "--split", "1:0,6"],
+    }
+    for args in commands.values():
+        code, seconds, peak, output = measured(
+            tmp_path,
+            *args,
+            "--catalog",
+            str(tmp_path / "results"),
+            "--dashboard-address",
+            "8.8.8.8:80",
+        )
+        assert code == 2, output
+        [line] = output.strip().splitlines()
+        expected = "--dashboard-address 8.8.8.8:80: cannot be bound here"
+        assert line.startswith("error: ") and expected in line, line
+    assert not (tmp_path / "results").exists()  # no run row, nothing written

@@ -205,3 +205,32 @@ def test_variable_split_partitions_by_fixing_cells():
     combined = splitting.combine(lowers, objectives)
     assert combined.proven and combined.objective == pytest.approx(8) and combined.bound == 8
     assert model.num_rows == NOK.model(NOK.Params(dims=[6, 7], k=5)).num_rows  # unchanged
+
+
+def test_prove_runs_are_in_runs_and_a_settled_attempt_starts_nothing(api_env, tmp_path):
+    # A second prove wrote a second combined row and started a cluster (16 s) though
+    # every part was in the catalog; prove runs were missing from `runs`.
+    import subprocess
+
+    from .conftest import CLI, ROOT
+
+    results = str(tmp_path / "results")
+    args = [*CLI, "prove", "no_k_in_row", "dims=6,7", "k=5", "--split", "0:0,5", "--width", "1"]
+    args += ["--solver", "highs", "--catalog", results, "--workers", "1"]
+    args += ["--dashboard-address", "127.0.0.1:0"]
+    first = subprocess.run(args, capture_output=True, text=True, env=api_env, cwd=ROOT)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "status optimal  objective 8" in first.stdout  # seed value: 6x7, k = 5
+    assert "Dask scheduler" in first.stderr
+    again = subprocess.run(args, capture_output=True, text=True, env=api_env, cwd=ROOT)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "Dask scheduler" not in again.stderr and "nothing to solve" in again.stderr
+    assert "status optimal  objective 8" in again.stdout and "0 solved now" in again.stdout
+    _, rows = catalog.query(results, "SELECT solver, count(*) FROM results GROUP BY 1 ORDER BY 1")
+    assert rows == [("highs-split", 1), ("highs-split-part", 6)]  # 6 parts up to symmetry
+    _, runs = catalog.query(
+        results, "SELECT sweep, state, planned, skipped, solved, optimal + infeasible FROM runs"
+    )
+    [(sweep, state, planned, skipped, solved, closed)] = runs
+    assert sweep.startswith("prove-") and state == "finished"
+    assert (planned, skipped, solved, closed) == (6, 0, 6, 6)  # closed: optimal or cut off

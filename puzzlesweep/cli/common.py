@@ -47,6 +47,12 @@ WorkersOption = Annotated[
         min=1, help=f"Local Dask worker processes (not with --address) [default: {CORES}]"
     ),
 ]
+#: Local workers per core a run may start: a few more than cores on purpose (workers
+#: wait on solver children and the catalog), never thousands.
+WORKERS_PER_CORE = 4
+#: Memory one local worker needs at least: its Dask worker process (about 100 MB with
+#: its imports) and its solver child under the smallest memory limit (256 MiB).
+WORKER_MEMORY = 512 * 2**20
 DashboardOption = Annotated[
     str, typer.Option(help="Local cluster's Dask dashboard, HOST:PORT (0: any free port)")
 ]
@@ -143,13 +149,50 @@ def run_errors():
 DASHBOARD_ADDRESS = re.compile(r"^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):(\d{1,5})$")
 
 
-def check_dashboard_address(text: str) -> str:
-    """`text` if it is HOST:PORT (or :PORT) with a port of 0..65535; raises BadInput
-    naming the option otherwise."""
+def check_dashboard_address(text: str, bind: bool = True) -> str:
+    """`text` if it is HOST:PORT (or :PORT) with a port of 0..65535 and, with `bind`,
+    a socket can be bound there now (a port in use is fine: the dashboard then takes
+    another); raises BadInput naming the option otherwise, e.g. for a host that is not
+    this machine's (8.8.8.8:80), before anything starts."""
+    import errno
+    import socket
+
     match = DASHBOARD_ADDRESS.match(text)
     if not match or int(match[2]) > 65535:
         raise BadInput(f"--dashboard-address {text!r} is not HOST:PORT (e.g. 127.0.0.1:8787)")
+    if not bind:
+        return text
+    host = match[1].strip("[]")
+    try:
+        found = socket.getaddrinfo(host or None, int(match[2]), type=socket.SOCK_STREAM)
+        family, _, _, _, where = found[0]
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(where)
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            why = exc.strerror or str(exc)
+            raise BadInput(f"--dashboard-address {text}: cannot be bound here ({why})") from None
     return text
+
+
+def check_workers(workers: int | None) -> None:
+    """Raise BadInput naming the most local workers this machine can take when `workers`
+    is more: `WORKERS_PER_CORE` per core, and no more than the available memory holds at
+    `WORKER_MEMORY` each (a worker count it cannot hold sat for minutes and grew to
+    gigabytes before it failed). None (one per core) always passes."""
+    if workers is None:
+        return
+    import psutil
+
+    available = psutil.virtual_memory().available
+    most = max(1, min(WORKERS_PER_CORE * CORES, available // WORKER_MEMORY))
+    if workers > most:
+        raise BadInput(
+            f"--workers {workers}: this machine can take at most {most} local workers "
+            f"({WORKERS_PER_CORE} per core on {CORES} cores, {available / 2**30:.1f} GiB "
+            f"available at {WORKER_MEMORY // 2**20} MiB each)"
+        )
 
 
 def check_catalog_directory(catalog_path: str) -> None:

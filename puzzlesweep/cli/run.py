@@ -19,6 +19,7 @@ from puzzlesweep.cli.common import (
     cell_text,
     check_catalog_directory,
     check_dashboard_address,
+    check_workers,
     err,
     fail,
     out,
@@ -92,10 +93,15 @@ def run(
             {"--address": address, "--workers": workers},
             "--workers sizes a local cluster, and --address uses a cluster already started",
         )
+        check_workers(workers)
         memory = parse_memory(memory_limit)
-        check_dashboard_address(dashboard_address)
+        check_dashboard_address(dashboard_address, bind=not address)
         check_catalog_directory(catalog_path)  # a file, another directory, not writable
         plan = load(spec, max_instances)  # validate everything before any work starts
+        if address:  # a bounded probe: a port that never answers must not hold the run
+            from puzzlesweep.flows.cluster import probe_scheduler
+
+            probe_scheduler(address, connect_timeout)
     except BadInput as exc:
         raise fail(str(exc)) from None
     from puzzlesweep.flows.api import TemporaryAPI
@@ -106,12 +112,9 @@ def run(
     api = None if configured_api() else TemporaryAPI()
     control = Control(announce=lambda line: err.print(line, highlight=False, soft_wrap=True))
     with interruptible(control), api or nullcontext(), run_errors():
-        from puzzlesweep.flows.cluster import check_address
         from puzzlesweep.flows.sweep import run_sweep
 
         quiet_dask()
-        if address:
-            check_address(address)
         with progress_display(control):
             report = run_sweep(
                 spec,
@@ -241,13 +244,15 @@ def prove(
             raise BadInput(f"--wall must be > 0 seconds, got {wall}")
         if probe < 0:
             raise BadInput(f"--probe must be >= 0 seconds, got {probe}")
+        check_workers(workers)
+        check_dashboard_address(dashboard_address, bind=not address)
         build(proof)
         catalog.check_writable(catalog_path)
     except ValidationError as exc:
         raise fail(f"{family}: {validation_message(exc, puzzles.get(family).Params)}") from None
     except (BadInput, ValueError) as exc:
         raise fail(f"{family}: {exc}") from None
-    from puzzlesweep.flows.cluster import check_address
+    from puzzlesweep.flows.cluster import probe_scheduler
     from puzzlesweep.flows.prove import run_prove
 
     if check:
@@ -260,8 +265,8 @@ def prove(
         return
     quiet_dask()
     with run_errors():
-        if address:
-            check_address(address)
+        if address:  # bounded: a port that accepts and never answers exits 2 in 10 s
+            probe_scheduler(address)
         report = run_prove(
             proof,
             catalog_path,
