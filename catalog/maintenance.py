@@ -23,17 +23,20 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from puzzlesweep.catalog.runs import lease
 from puzzlesweep.catalog.store import (
     KEYS,
     RESULTS,
     RUNS,
     CatalogDamaged,
     Location,
+    commits,
     locate,
     open_table,
 )
 from puzzlesweep.core import BadInput
 
+COMPACT_ATTEMPTS = 10  # optimizes of one table refused by a concurrent row replacement
 DAMAGED = "damaged"  # CATALOG/damaged/VERSION/PATH: files taken out by `repair`
 
 
@@ -102,7 +105,7 @@ def check(catalog) -> list[Problem]:
     if not problems and open_table(location, RESULTS) is not None:
         _, rows = query(
             location,
-            "SELECT run_id, params_key, solver, time_limit, node_limit, count(*) FROM results "
+            f"SELECT {RESULT_KEY}, count(*) FROM results "
             "GROUP BY ALL HAVING count(*) > 1 ORDER BY ALL",
         )
         for run_id, key, solver, limit, nodes, count in rows:
@@ -111,27 +114,12 @@ def check(catalog) -> list[Problem]:
     return problems
 
 
-def _log(location: Location) -> dict[int, list[dict]]:
-    """Version → the actions of its commit, read from `results/_delta_log/*.json` (the
-    Delta protocol's commit files; versions whose file was cleaned up are absent)."""
-    fs = _filesystem(location)
-    selector = pafs.FileSelector(f"{RESULTS}/_delta_log", allow_not_found=True)
-    log = {}
-    for info in fs.get_file_info(selector):
-        stem = info.base_name.removesuffix(".json")
-        if info.base_name.endswith(".json") and stem.isdigit():
-            with fs.open_input_stream(info.path) as source:
-                text = source.read().decode()
-            log[int(stem)] = [json.loads(line) for line in text.splitlines() if line.strip()]
-    return log
-
-
 def lost_keys(location: Location, paths: list[str]) -> list[str] | None:
     """The params keys of the rows in the data files `paths` (relative to the table
     root): from the commit that added each file (`store.KEYS`), following a compaction
     back to the files it merged. None when the log no longer tells."""
     added, keys_of = {}, {}
-    for version, actions in sorted(_log(location).items()):
+    for version, actions in sorted(commits(location, RESULTS).items()):
         info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
         removed = [unquote(a["remove"]["path"]) for a in actions if "remove" in a]
         for action in actions:
@@ -155,17 +143,29 @@ def lost_keys(location: Location, paths: list[str]) -> list[str] | None:
 
 
 def repair(catalog) -> dict:
-    """Take every missing or unreadable data file out of `results` in one Delta commit
-    (unreadable files move to `CATALOG/damaged/VERSION/`). Returns {"removed": [paths],
-    "lost": [params keys] or None when the log cannot tell, "version": the table version
-    after the repair, or None when nothing was damaged}. Raises BadInput for a missing
-    catalog."""
+    """Under the maintenance lease (`runs.lease`): take every missing or unreadable data
+    file out of `results` in one Delta commit (unreadable files move to
+    `CATALOG/damaged/VERSION/`), then remove the rows stored more than once by one run
+    (a past double compaction). Returns {"removed": [paths], "lost": [params keys] or
+    None when the log cannot tell, "duplicates": rows removed, "version": the table
+    version after the repair, or None when nothing was wrong}. Raises BadInput for a
+    missing catalog or while another maintenance command holds the lease."""
+    location = locate(catalog)
+    if open_table(location, RESULTS) is None:
+        raise BadInput(f"catalog {location.uri} has no results table")
+    with lease(location, "repair"):
+        report = _remove_damaged(location)
+        report["duplicates"] = _remove_duplicates(location)
+        if report["duplicates"]:
+            report["version"] = open_table(location, RESULTS).version()
+    return report
+
+
+def _remove_damaged(location: Location) -> dict:
+    """The damaged-file part of `repair`: {"removed", "lost", "version"}."""
     from deltalake import CommitProperties
 
-    location = locate(catalog)
     table = open_table(location, RESULTS)
-    if table is None:
-        raise BadInput(f"catalog {location.uri} has no results table")
     damaged = damaged_files(location, table, whole=True)
     if not damaged:
         return {"removed": [], "lost": [], "version": None}
@@ -182,39 +182,100 @@ def repair(catalog) -> dict:
     return {"removed": paths, "lost": lost, "version": table.version()}
 
 
+#: A result is stored once per run: the key of `check`'s duplicates and of their removal.
+RESULT_KEY = "run_id, params_key, solver, time_limit, node_limit"
+
+
+def _remove_duplicates(location: Location) -> int:
+    """Rewrite the families of `results` where a run stored a result more than once,
+    keeping one row of each (a final status before `error`, then the newest), in one
+    commit (a predicate overwrite of those partitions). Returns the rows removed."""
+    import duckdb
+    from deltalake import CommitProperties, write_deltalake
+
+    table = open_table(location, RESULTS)
+    with duckdb.connect() as connection:
+        connection.register("results", table.to_pyarrow_dataset())
+        families = [
+            family
+            for (family,) in connection.sql(
+                f"SELECT DISTINCT family FROM results GROUP BY family, {RESULT_KEY} "
+                "HAVING count(*) > 1 ORDER BY family"
+            ).fetchall()
+        ]
+        if not families:
+            return 0
+        rows = table.to_pyarrow_table(filters=[("family", "in", families)])
+        connection.register("rows", rows.append_column("row", pa.array(range(rows.num_rows))))
+        keep = connection.sql(
+            f"SELECT row FROM rows QUALIFY row_number() OVER (PARTITION BY {RESULT_KEY} "
+            "ORDER BY status = 'error', finished_at DESC) = 1 ORDER BY row"
+        ).fetchall()
+    kept = rows.take([row for (row,) in keep])
+    quoted = ", ".join("'" + f.replace("'", "''") + "'" for f in families)
+    write_deltalake(
+        table,
+        kept,
+        mode="overwrite",
+        predicate=f"family IN ({quoted})",
+        commit_properties=CommitProperties(custom_metadata={"puzzlesweep.deduplicated": "1"}),
+    )
+    return rows.num_rows - kept.num_rows
+
+
 def compact(catalog, retain_hours: int = 168) -> dict:
     """Optimize both tables (merge small files into large ones, one commit each), then
     vacuum: delete files that no version of the last `retain_hours` hours needs (0
     frees the disk at once, but a reader that still holds an older version then fails).
-    Returns {"results": {"files_removed", "files_added", "version"}, "runs": ...,
-    "deleted": N}. Raises BadInput for a missing catalog, CatalogDamaged for a data file
-    that cannot be read (nothing is changed then)."""
+    Returns {"results": {"files_removed", "files_added", "deleted", "version"}, "runs":
+    ..., "deleted": N in all}. The command holds the maintenance lease (`runs.lease`),
+    whose row the `runs` table keeps. Raises BadInput for a missing catalog or while
+    another maintenance command holds the lease, CatalogDamaged for a data file that
+    cannot be read (nothing is changed then)."""
     from puzzlesweep.catalog import exists
 
     location = locate(catalog)
     if not exists(location):
         raise BadInput(f"catalog {location.uri} does not exist")
     report: dict = {"deleted": 0}
-    for name in (RESULTS, RUNS):
+    with lease(location, "compact"):
+        for name in (RESULTS, RUNS):
+            if open_table(location, name) is not None:
+                report[name] = _compact(location, name, retain_hours, report)
+    return report
+
+
+def _compact(location: Location, name: str, retain_hours: int, report: dict) -> dict:
+    """Optimize then vacuum table `name` (see `compact`); counts deleted files in
+    `report["deleted"]`, returns {"files_removed", "files_added", "deleted", "version"}. A run's
+    heartbeat replacing its row while `runs` is optimized makes delta-rs refuse the
+    optimize (it read the replaced file): it is tried again on the new version, up to
+    `COMPACT_ATTEMPTS` times in all, then deltalake's CommitFailedError is raised."""
+    from deltalake.exceptions import CommitFailedError
+
+    for attempt in range(COMPACT_ATTEMPTS):
         table = open_table(location, name)
-        if table is None:
-            continue
         if damaged := damaged_files(location, table):
             raise CatalogDamaged(
                 f"catalog {location.uri}: data file {damaged[0][0]} cannot be read; "
                 "run `puzzlesweep catalog repair` before compacting"
             )
-        metrics = table.optimize.compact()
-        deleted = table.vacuum(
-            retention_hours=retain_hours, dry_run=False, enforce_retention_duration=False
-        )
-        report["deleted"] += len(deleted)
-        report[name] = {
-            "files_removed": metrics["numFilesRemoved"],
-            "files_added": metrics["numFilesAdded"],
-            "version": table.version(),
-        }
-    return report
+        try:
+            metrics = table.optimize.compact()
+            break
+        except CommitFailedError:
+            if attempt == COMPACT_ATTEMPTS - 1:
+                raise
+    deleted = table.vacuum(
+        retention_hours=retain_hours, dry_run=False, enforce_retention_duration=False
+    )
+    report["deleted"] += len(deleted)
+    return {
+        "files_removed": metrics["numFilesRemoved"],
+        "files_added": metrics["numFilesAdded"],
+        "deleted": len(deleted),
+        "version": table.version(),
+    }
 
 
 def history(catalog, limit: int | None = None) -> list[dict]:

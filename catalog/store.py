@@ -176,14 +176,23 @@ def append(
     return True
 
 
-def replace(location: Location, name: str, rows: pa.Table, predicate: str, attempts: int = 20):
+def replace(
+    location: Location,
+    name: str,
+    rows: pa.Table,
+    predicate: str,
+    attempts: int = 20,
+    metadata: dict[str, str] | None = None,
+):
     """Replace the rows of table `name` that match `predicate` (SQL, e.g. "run_id = 'X'")
-    by `rows`, in one commit (a predicate overwrite); creates the table on first use.
-    Concurrent replacements of other rows may conflict: each attempt re-reads and
-    retries, `attempts` in all, then raises deltalake's CommitFailedError."""
+    by `rows`, in one commit (a predicate overwrite) whose commit info carries
+    `metadata`; creates the table on first use. Concurrent replacements of other rows
+    may conflict: each attempt re-reads and retries, `attempts` in all, then raises
+    deltalake's CommitFailedError."""
     from deltalake import CommitProperties, write_deltalake
     from deltalake.exceptions import CommitFailedError
 
+    properties = CommitProperties(custom_metadata=metadata, max_commit_retries=COMMIT_RETRIES)
     for attempt in range(attempts):
         table = open_table(location, name)
         try:
@@ -193,6 +202,7 @@ def replace(location: Location, name: str, rows: pa.Table, predicate: str, attem
                     rows,
                     mode="append",
                     storage_options=location.storage_options,
+                    commit_properties=properties,
                 )
             else:
                 write_deltalake(
@@ -201,13 +211,33 @@ def replace(location: Location, name: str, rows: pa.Table, predicate: str, attem
                     mode="overwrite",
                     predicate=predicate,
                     schema_mode="merge",
-                    commit_properties=CommitProperties(max_commit_retries=COMMIT_RETRIES),
+                    commit_properties=properties,
                 )
             return
         except CommitFailedError:
             if attempt == attempts - 1:
                 raise
             time.sleep(random.uniform(0.05, 0.3))
+
+
+def commits(location: Location, name: str, after: int = -1) -> dict[int, list[dict]]:
+    """Version → the actions of its commit, for the versions of table `name` above
+    `after`, read from its `_delta_log/*.json` (the Delta protocol's commit files;
+    versions whose file was cleaned up are absent). Raises OSError from the storage and
+    ValueError for a commit file that is not JSON lines."""
+    import pyarrow.fs as pafs
+    from deltalake.fs import DeltaStorageHandler
+
+    fs = pafs.PyFileSystem(DeltaStorageHandler(location.uri, location.storage_options))
+    selector = pafs.FileSelector(f"{name}/_delta_log", allow_not_found=True)
+    log = {}
+    for info in fs.get_file_info(selector):
+        stem = info.base_name.removesuffix(".json")
+        if info.base_name.endswith(".json") and stem.isdigit() and int(stem) > after:
+            with fs.open_input_stream(info.path) as source:
+                text = source.read().decode()
+            log[int(stem)] = [json.loads(line) for line in text.splitlines() if line.strip()]
+    return log
 
 
 def exists(catalog: "str | Path | Location") -> bool:

@@ -179,7 +179,7 @@ def test_compaction_keeps_rows_exactly_and_old_snapshots_readable(tmp_path, rows
     assert len(list((tmp_path / "results").glob("family=*/*.parquet"))) == 8
     # With no retention they go; the table still reads every row once.
     report = catalog.compact(tmp_path, retain_hours=0)
-    assert report["deleted"] == 5 and report["results"]["files_removed"] == 0
+    assert report["results"]["deleted"] == 5 and report["results"]["files_removed"] == 0
     assert len(list((tmp_path / "results").glob("family=*/*.parquet"))) == 3
     assert _everything(tmp_path).equals(before)
     assert cli("catalog", "check", "--catalog", str(tmp_path)).returncode == 0

@@ -110,20 +110,29 @@ def catalog_check(location: CatalogOption = None) -> None:
 def catalog_repair(location: CatalogOption = None) -> None:
     """Take every missing or unreadable data file out of `results` in one Delta commit
     (unreadable files move to CATALOG/damaged/), and list the instances whose rows were
-    lost: a re-run of their sweep solves exactly those again."""
+    lost: a re-run of their sweep solves exactly those again. Then remove the rows a
+    run stored twice (keeping one)."""
     location = location or catalog.default_catalog()
     with catalog_errors():
         report = catalog.repair(location)
     if report["version"] is None:
-        out.print(f"nothing to repair: every data file of {location} reads", highlight=False)
+        out.print(
+            f"nothing to repair: every data file of {location} reads, no result is stored twice",
+            highlight=False,
+        )
         return
     for path in report["removed"]:
         out.print(f"removed {path}", highlight=False, markup=False)
     lost = report["lost"]
     if lost is None:
         out.print("the rows lost cannot be named: the log no longer tells", highlight=False)
-    else:
+    elif lost:
         out.print(f"{len(lost)} instances lost (params_key): {' '.join(lost)}", highlight=False)
+    if report["duplicates"]:
+        out.print(
+            f"{report['duplicates']} duplicate rows removed (a result stored twice by one run)",
+            highlight=False,
+        )
     out.print(
         f"results is now at version {report['version']}; run the sweeps again to solve "
         "what is missing",
