@@ -31,6 +31,8 @@ from puzzlesweep.catalog.store import (
     CatalogDamaged,
     Location,
     commits,
+    damaged_commits,
+    filesystem,
     locate,
     open_table,
 )
@@ -50,14 +52,6 @@ class Problem:
     message: str
 
 
-def _filesystem(location: Location) -> pafs.FileSystem:
-    """A pyarrow filesystem rooted at the catalog (paths like `results/family=x/...`),
-    through delta-rs's own storage layer, so that it reaches whatever the tables do."""
-    from deltalake.fs import DeltaStorageHandler
-
-    return pafs.PyFileSystem(DeltaStorageHandler(location.uri, location.storage_options))
-
-
 def _data_files(table) -> list[str]:
     """The data files of `table`'s current version, relative to the table root."""
     actions = pa.table(table.get_add_actions(flatten=True))
@@ -70,7 +64,7 @@ def damaged_files(location: Location, table, whole: bool = False) -> list[tuple[
     footer, or with `whole` every page."""
     if table is None:
         return []
-    fs = _filesystem(location)
+    fs = filesystem(location)
     name = posixpath.basename(table.table_uri.rstrip("/"))
     found = []
     for relative in _data_files(table):
@@ -87,8 +81,15 @@ def damaged_files(location: Location, table, whole: bool = False) -> list[tuple[
     return found
 
 
+def _commit_message(path: str, number: int) -> str:
+    if number == 0:
+        return "not a readable Delta commit (truncated or garbled); no version from it on loads"
+    return "comes after a damaged commit, so it cannot be loaded either"
+
+
 def check(catalog) -> list[Problem]:
-    """Read every data file of the catalog whole and return the problems: missing or
+    """Read every data file of the catalog whole and return the problems: damaged
+    commit files of either table's log (then nothing else is looked at), missing or
     unreadable files, then (only when every file reads) a (run, instance, solver,
     limits) stored more than once. Empty: healthy. Raises BadInput for a missing
     catalog."""
@@ -97,7 +98,13 @@ def check(catalog) -> list[Problem]:
     location = locate(catalog)
     if not exists(location):
         raise BadInput(f"catalog {location.uri} does not exist")
-    problems = []
+    problems = [
+        Problem(path, "damaged commit", _commit_message(path, number))
+        for name in (RESULTS, RUNS)
+        for number, path in enumerate(damaged_commits(location, name))
+    ]
+    if problems:
+        return problems  # no version from a damaged commit on can be loaded
     for name in (RESULTS, RUNS):
         for path, why in damaged_files(location, open_table(location, name), whole=True):
             kind = "missing" if why == "missing" else "unreadable"
@@ -151,14 +158,80 @@ def repair(catalog) -> dict:
     version after the repair, or None when nothing was wrong}. Raises BadInput for a
     missing catalog or while another maintenance command holds the lease."""
     location = locate(catalog)
+    aside = _set_aside_commits(location)
     if open_table(location, RESULTS) is None:
         raise BadInput(f"catalog {location.uri} has no results table")
     with lease(location, "repair"):
         report = _remove_damaged(location)
+        if aside:
+            report["commits"] = aside
+            report["lost"] = sorted(set(report["lost"] or []) | set(_orphaned_keys(location)))
+            report["version"] = open_table(location, RESULTS).version()
         report["duplicates"] = _remove_duplicates(location)
         if report["duplicates"]:
             report["version"] = open_table(location, RESULTS).version()
     return report
+
+
+def _set_aside_commits(location: Location) -> list[str]:
+    """Move the damaged commit files of both tables to `CATALOG/damaged/log-TIME/`
+    (same relative paths); returns the files moved (relative to the catalog root)."""
+    moved = [path for name in (RESULTS, RUNS) for path in damaged_commits(location, name)]
+    folder = f"{DAMAGED}/log-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    fs = filesystem(location)
+    for path in moved:
+        fs.create_dir(posixpath.dirname(f"{folder}/{path}"), recursive=True)
+        fs.move(path, f"{folder}/{path}")
+    return moved
+
+
+def orphaned_files(location: Location) -> list[str]:
+    """The data files under `results/` (paths relative to the catalog root) that no
+    readable commit adds or removes and the table (if it loads) does not hold: rows
+    whose commit was lost or set aside. Raises OSError from the storage."""
+    fs = filesystem(location)
+    selector = pafs.FileSelector(RESULTS, recursive=True, allow_not_found=True)
+    on_disk = {
+        info.path
+        for info in fs.get_file_info(selector)
+        if info.type == pafs.FileType.File
+        and info.base_name.endswith(".parquet")
+        and "_delta_log" not in info.path
+    }
+    known = {
+        f"{RESULTS}/{unquote(action[kind]['path'])}"
+        for actions in commits(location, RESULTS).values()
+        for action in actions
+        for kind in ("add", "remove")
+        if kind in action
+    }
+    table = open_table(location, RESULTS)
+    current = {f"{RESULTS}/{p}" for p in _data_files(table)} if table is not None else set()
+    return sorted(on_disk - known - current)
+
+
+def _orphaned_keys(location: Location) -> list[str]:
+    """The params keys of the rows in `orphaned_files` that the table does not hold
+    (for the same solver and limits): what a re-run must solve again."""
+    import duckdb
+
+    fs = filesystem(location)
+    columns = ["params_key", "solver", "time_limit", "node_limit"]
+    orphans = [pq.read_table(p, filesystem=fs, columns=columns) for p in orphaned_files(location)]
+    if not orphans:
+        return []
+    table = open_table(location, RESULTS)
+    with duckdb.connect() as connection:
+        connection.register("orphans", pa.concat_tables(orphans, promote_options="default"))
+        held = "SELECT params_key, solver, time_limit, node_limit FROM held"
+        if table is None:
+            held = "SELECT * FROM orphans WHERE false"
+        else:
+            connection.register("held", table.to_pyarrow_dataset())
+        rows = connection.sql(
+            f"SELECT DISTINCT params_key FROM (SELECT * FROM orphans EXCEPT {held}) ORDER BY 1"
+        ).fetchall()
+    return [key for (key,) in rows]
 
 
 def _remove_damaged(location: Location) -> dict:
@@ -171,7 +244,7 @@ def _remove_damaged(location: Location) -> dict:
         return {"removed": [], "lost": [], "version": None}
     paths = [path for path, _ in damaged]
     lost = lost_keys(location, [p.removeprefix(f"{RESULTS}/") for p in paths])
-    fs = _filesystem(location)
+    fs = filesystem(location)
     for path, why in damaged:
         if why != "missing":
             target = f"{DAMAGED}/{table.version()}/{path}"

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from puzzlesweep.core import BadInput
 
@@ -119,8 +120,57 @@ def open_table(location: Location, name: str, version: "int | str | None" = None
     except TableNotFoundError:
         return None
     except (DeltaError, ValueError) as exc:
-        raise BadInput(f"catalog {location.uri}: {name} has no version {version}: {exc}") from None
+        reason = first_line(exc)
+        if version is None:
+            if damaged := damaged_commits(location, name):
+                raise CatalogDamaged(
+                    f"catalog {location.uri}: commit file {damaged[0]} is damaged ({reason}); "
+                    "run `puzzlesweep catalog check`, then `puzzlesweep catalog repair` to set "
+                    "it aside"
+                ) from None
+            raise CatalogDamaged(
+                f"catalog {location.uri}: {name} cannot be read: {reason}"
+            ) from None
+        raise BadInput(
+            f"catalog {location.uri}: {name} has no version {version}: {reason}"
+        ) from None
     return table
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message (delta-rs appends a multi-line backtrace
+    when RUST_BACKTRACE is set), at most 200 characters."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+
+
+def damaged_commits(location: Location, name: str) -> list[str]:
+    """The commit files of table `name` (paths relative to the catalog root, oldest
+    first) from the first one that is not JSON lines (truncated, garbled) to the newest:
+    delta-rs cannot load any version from it on. Empty for a healthy log."""
+    fs = filesystem(location)
+    selector = pafs.FileSelector(f"{name}/_delta_log", allow_not_found=True)
+    paths = sorted(
+        info.path
+        for info in fs.get_file_info(selector)
+        if info.base_name.endswith(".json") and info.base_name.removesuffix(".json").isdigit()
+    )
+    for number, path in enumerate(paths):
+        try:
+            with fs.open_input_stream(path) as source:
+                lines = source.read().decode().splitlines()
+            if not all(isinstance(json.loads(line), dict) for line in lines if line.strip()):
+                raise ValueError("not an action")
+        except (ValueError, UnicodeDecodeError):
+            return paths[number:]
+    return []
+
+
+def filesystem(location: Location) -> "pafs.FileSystem":
+    """A pyarrow filesystem rooted at the catalog (paths like `results/family=x/...`),
+    through delta-rs's own storage layer, so that it reaches whatever the tables do."""
+    from deltalake.fs import DeltaStorageHandler
+
+    return pafs.PyFileSystem(DeltaStorageHandler(location.uri, location.storage_options))
 
 
 def _committed(table, app_id: str) -> bool:
@@ -225,10 +275,7 @@ def commits(location: Location, name: str, after: int = -1) -> dict[int, list[di
     `after`, read from its `_delta_log/*.json` (the Delta protocol's commit files;
     versions whose file was cleaned up are absent). Raises OSError from the storage and
     ValueError for a commit file that is not JSON lines."""
-    import pyarrow.fs as pafs
-    from deltalake.fs import DeltaStorageHandler
-
-    fs = pafs.PyFileSystem(DeltaStorageHandler(location.uri, location.storage_options))
+    fs = filesystem(location)
     selector = pafs.FileSelector(f"{name}/_delta_log", allow_not_found=True)
     log = {}
     for info in fs.get_file_info(selector):

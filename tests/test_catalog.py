@@ -4,6 +4,7 @@ time travel, damaged files, run heartbeats, and migration of the old layout."""
 
 import json
 import os
+import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -22,6 +23,8 @@ from puzzlesweep.core import make_params
 from puzzlesweep.puzzles import Instance
 from puzzlesweep.solve import solve_instance
 from puzzlesweep.solvers import Limits
+
+from .conftest import CLI
 
 
 def cli(*args: str) -> SimpleNamespace:
@@ -352,3 +355,41 @@ def test_bad_catalog_input_is_named_and_exits_2(tmp_path, rows):
     done = cli("catalog", "query", "SELECT 1", "--catalog", "ftp://host/x")
     assert done.returncode == 2 and "unknown scheme ftp://" in done.stderr
     assert len(catalog.files(tmp_path)) == 1
+
+
+def _cli_with_backtraces(*args: str) -> subprocess.CompletedProcess:
+    """`puzzlesweep ARGS...` in a subprocess whose environment asks Rust for backtraces
+    (as the testers' machine did)."""
+    environment = {**os.environ, "RUST_BACKTRACE": "1", "RUST_LIB_BACKTRACE": "1"}
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=environment)
+
+
+def test_a_damaged_last_commit_is_named_then_set_aside_and_its_instances_listed(tmp_path, rows):
+    _fill(tmp_path, rows)  # versions 0..5, the last commit holds rows[-1]
+    commit = tmp_path / "results" / "_delta_log" / f"{5:020d}.json"
+    commit.write_bytes(commit.read_bytes()[:150])  # truncated
+    relative = f"results/_delta_log/{commit.name}"
+    for args in (["summary"], ["query", "SELECT count(*) FROM results"]):
+        done = _cli_with_backtraces("catalog", *args, "--catalog", str(tmp_path))
+        assert done.returncode == 1, (args, done.stderr)
+        assert len(done.stderr.splitlines()) == 1 and relative in done.stderr, done.stderr
+    done = _cli_with_backtraces("catalog", "check", "--catalog", str(tmp_path))
+    assert done.returncode == 1 and f"{relative}: damaged commit" in done.stdout
+    assert "<unknown>" not in done.stdout + done.stderr
+    done = _cli_with_backtraces("catalog", "repair", "--catalog", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert f"set aside {relative}" in done.stdout
+    assert f"1 instances lost (params_key): {rows[-1]['params_key']}" in done.stdout
+    (kept,) = (tmp_path / "damaged").glob(f"log-*/{relative}")
+    assert kept.read_bytes() and not commit.exists()
+    assert DeltaTable(str(tmp_path / "results")).version() == 4
+    assert pl.read_delta(str(tmp_path / "results")).height == len(rows) - 1
+    assert catalog.check(tmp_path) == []
+    # a garbled (not truncated) commit: its rows are named from their files, those the
+    # table still holds are not lost
+    _write(tmp_path, rows[0], "r4-00000")
+    _write(tmp_path, rows[-1], "r4-00001")
+    (tmp_path / "results" / "_delta_log" / f"{6:020d}.json").write_bytes(b"\x00garbage{")
+    report = catalog.repair(tmp_path)
+    assert report["commits"] == [f"results/_delta_log/{6:020d}.json"]
+    assert report["lost"] == [rows[-1]["params_key"]]

@@ -93,7 +93,7 @@ def catalog_check(location: CatalogOption = None) -> None:
     location = location or catalog.default_catalog()
     with catalog_errors():
         problems = catalog.check(location)
-        count = len(catalog.files(location))
+        count = 0 if problems else len(catalog.files(location))
     for problem in problems:
         line = f"error: {problem.path}: {problem.kind}: {problem.message}"
         out.print(line, highlight=False, markup=False, soft_wrap=True)
@@ -121,6 +121,8 @@ def catalog_repair(location: CatalogOption = None) -> None:
             highlight=False,
         )
         return
+    for path in report.get("commits", []):
+        out.print(f"set aside {path} (in {location}/damaged/)", highlight=False, markup=False)
     for path in report["removed"]:
         out.print(f"removed {path}", highlight=False, markup=False)
     lost = report["lost"]
