@@ -14,6 +14,7 @@
 """
 
 import json
+import os
 import posixpath
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,6 +34,7 @@ from puzzlesweep.catalog.store import (
     commits,
     damaged_commits,
     filesystem,
+    is_table,
     locate,
     open_table,
 )
@@ -88,14 +90,18 @@ def _commit_message(path: str, number: int) -> str:
 
 
 def check(catalog) -> list[Problem]:
-    """Read every data file of the catalog whole and return the problems: damaged
-    commit files of either table's log (then nothing else is looked at), missing or
+    """Read every data file of the catalog whole and return the problems: data files
+    of `results` without its transaction log (`lost_log_files`), damaged commit files
+    of either table's log (then nothing else is looked at), missing or
     unreadable files, then (only when every file reads) a (run, instance, solver,
     limits) stored more than once. Empty: healthy. Raises BadInput for a missing
     catalog."""
     from puzzlesweep.catalog import exists, query
 
     location = locate(catalog)
+    if lost_log := lost_log_files(location):
+        why = "no transaction log refers to it (results/_delta_log is lost)"
+        return [Problem(path, "orphaned", why) for path in lost_log]
     if not exists(location):
         raise BadInput(f"catalog {location.uri} does not exist")
     problems = [
@@ -159,24 +165,78 @@ def repair(catalog) -> dict:
     missing catalog or while another maintenance command holds the lease."""
     location = locate(catalog)
     aside = _set_aside_commits(location)
+    rebuilt = _rebuild(location)
     if open_table(location, RESULTS) is None:
         raise BadInput(f"catalog {location.uri} has no results table")
     with lease(location, "repair"):
         report = _remove_damaged(location)
+        report["rebuilt"] = rebuilt
         if aside:
             report["commits"] = aside
             report["lost"] = sorted(set(report["lost"] or []) | set(_orphaned_keys(location)))
             report["version"] = open_table(location, RESULTS).version()
         report["duplicates"] = _remove_duplicates(location)
-        if report["duplicates"]:
+        if report["duplicates"] or rebuilt:
             report["version"] = open_table(location, RESULTS).version()
+        report["failed"] = _reverify(location) if rebuilt else []
     return report
+
+
+def lost_log_files(location: Location) -> list[str]:
+    """The data files of `results` (relative to the catalog root) when its transaction
+    log is lost (no `results/_delta_log`); empty otherwise."""
+    if is_table(location, RESULTS):
+        return []
+    if location.local and not os.path.isdir(location.table(RESULTS)):
+        return []  # (delta-rs's storage layer refuses a directory that does not exist)
+    return orphaned_files(location)
+
+
+def _rebuild(location: Location) -> list[str]:
+    """Make `results` a Delta table again from `lost_log_files` (one commit, the files
+    stay where they are); returns them."""
+    from deltalake import CommitProperties, Field, Schema, convert_to_deltalake
+
+    files = lost_log_files(location)
+    if files:
+        convert_to_deltalake(
+            location.table(RESULTS),
+            partition_by=Schema([Field("family", "string")]),
+            partition_strategy="hive",
+            storage_options=location.storage_options or None,
+            commit_properties=CommitProperties(
+                custom_metadata={"puzzlesweep.rebuilt": json.dumps(len(files))}
+            ),
+        )
+    return files
+
+
+def _reverify(location: Location) -> list[tuple[str, str]]:
+    """(params_key, why) of every row of `results` whose stored solution fails its
+    family's verifier now."""
+    from puzzlesweep import puzzles
+    from puzzlesweep.catalog.read import snapshot
+    from puzzlesweep.solve import recheck
+
+    failed = []
+    with snapshot(location) as shot:
+        for family in puzzles.FAMILIES:
+            columns, rows = shot.query(
+                "SELECT * FROM results WHERE family = ? AND solution IS NOT NULL", [family]
+            )
+            for values in rows:
+                row = dict(zip(columns, values, strict=True))
+                if (why := recheck(family, row)) is not None:
+                    failed.append((row["params_key"], why))
+    return failed
 
 
 def _set_aside_commits(location: Location) -> list[str]:
     """Move the damaged commit files of both tables to `CATALOG/damaged/log-TIME/`
     (same relative paths); returns the files moved (relative to the catalog root)."""
     moved = [path for name in (RESULTS, RUNS) for path in damaged_commits(location, name)]
+    if not moved:
+        return []
     folder = f"{DAMAGED}/log-{datetime.now(UTC):%Y%m%dT%H%M%S}"
     fs = filesystem(location)
     for path in moved:

@@ -60,6 +60,8 @@ class Snapshot:
 
         self.location = location
         self.results = open_table(location, RESULTS, as_of)
+        if self.results is None:
+            refuse_lost_log(location)
         runs = open_table(location, RUNS)  # runs as they are now, also with `as_of`
         self.results_version = self.results.version() if self.results is not None else None
         self.runs_version = runs.version() if runs is not None else None
@@ -159,11 +161,26 @@ def _fresh(catalog: CatalogLike, read, as_of: int | str | None = None):
 
 def snapshot(catalog: CatalogLike, as_of: int | str | None = None) -> Snapshot:
     """A Snapshot of `catalog`, now or `as_of` a version (int) or a time (ISO 8601
-    string). Raises BadInput when the catalog does not exist or has no such version."""
+    string). Raises BadInput when the catalog does not exist or has no such version,
+    CatalogDamaged when its results lost their transaction log (`refuse_lost_log`)."""
     location = locate(catalog)
     if not exists(location):
+        refuse_lost_log(location)
         raise BadInput(f"catalog {location.uri} does not exist (run a sweep into it first)")
     return Snapshot(location, as_of)
+
+
+def refuse_lost_log(location: Location) -> None:
+    """Raise CatalogDamaged when `results` has data files but no transaction log: the
+    catalog is not empty, its rows are unreachable until `catalog repair` rebuilds it."""
+    from puzzlesweep.catalog.maintenance import lost_log_files
+
+    if files := lost_log_files(location):
+        raise CatalogDamaged(
+            f"catalog {location.uri}: results has {len(files)} data files but no "
+            "transaction log (results/_delta_log is lost); run `puzzlesweep catalog check`, "
+            "then `puzzlesweep catalog repair` to rebuild it from them"
+        )
 
 
 def connect(catalog: CatalogLike, as_of: int | str | None = None):

@@ -147,6 +147,8 @@ def damaged_commits(location: Location, name: str) -> list[str]:
     """The commit files of table `name` (paths relative to the catalog root, oldest
     first) from the first one that is not JSON lines (truncated, garbled) to the newest:
     delta-rs cannot load any version from it on. Empty for a healthy log."""
+    if location.local and not os.path.isdir(location.table(name)):
+        return []
     fs = filesystem(location)
     selector = pafs.FileSelector(f"{name}/_delta_log", allow_not_found=True)
     paths = sorted(

@@ -4,6 +4,7 @@ time travel, damaged files, run heartbeats, and migration of the old layout."""
 
 import json
 import os
+import shutil
 import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -393,3 +394,32 @@ def test_a_damaged_last_commit_is_named_then_set_aside_and_its_instances_listed(
     report = catalog.repair(tmp_path)
     assert report["commits"] == [f"results/_delta_log/{6:020d}.json"]
     assert report["lost"] == [rows[-1]["params_key"]]
+
+
+def test_a_lost_transaction_log_is_named_then_rebuilt_from_its_data_files(tmp_path, rows):
+    _fill(tmp_path, rows)
+    before = _everything(tmp_path)
+    catalog.compact(tmp_path, retain_hours=1)  # the merged-away files stay on disk
+    on_disk = sorted(
+        str(p.relative_to(tmp_path)) for p in (tmp_path / "results").glob("family=*/*.parquet")
+    )
+    assert len(on_disk) == 8
+    shutil.rmtree(tmp_path / "results" / "_delta_log")
+    done = cli("catalog", "check", "--catalog", str(tmp_path))
+    assert done.returncode == 1
+    assert [line.split(": ")[1] for line in done.stdout.splitlines()] == on_disk
+    assert all(": orphaned: " in line for line in done.stdout.splitlines())
+    done = cli("catalog", "summary", "--catalog", str(tmp_path))
+    assert done.returncode == 1 and "holds no results" not in done.stderr
+    assert "8 data files but no transaction log" in done.stderr
+    with pytest.raises(catalog.CatalogDamaged):
+        catalog.check_writable(tmp_path)  # a run would solve everything again beside them
+    done = cli("catalog", "repair", "--catalog", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "rebuilt from 8 data files whose log was lost; 0 stored solutions failed" in done.stdout
+    assert "5 duplicate rows removed" in done.stdout  # the merged-away files came back
+    frame = pl.read_delta(str(tmp_path / "results"))
+    assert (frame.height, frame["params_key"].n_unique()) == (len(rows), len(rows))
+    after = _everything(tmp_path)
+    assert after.select(before.column_names).equals(before)
+    assert catalog.check(tmp_path) == []

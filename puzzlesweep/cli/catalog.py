@@ -121,6 +121,14 @@ def catalog_repair(location: CatalogOption = None) -> None:
             highlight=False,
         )
         return
+    if report["rebuilt"]:
+        out.print(
+            f"results rebuilt from {len(report['rebuilt'])} data files whose log was lost; "
+            f"{len(report['failed'])} stored solutions failed their re-check",
+            highlight=False,
+        )
+    for key, why in report["failed"]:
+        out.print(f"re-check failed: {key}: {why}", highlight=False, markup=False)
     for path in report.get("commits", []):
         out.print(f"set aside {path} (in {location}/damaged/)", highlight=False, markup=False)
     for path in report["removed"]:
