@@ -423,3 +423,35 @@ def test_a_lost_transaction_log_is_named_then_rebuilt_from_its_data_files(tmp_pa
     after = _everything(tmp_path)
     assert after.select(before.column_names).equals(before)
     assert catalog.check(tmp_path) == []
+
+
+def test_as_of_outside_the_tables_history_is_one_line_and_exit_2(tmp_path, rows):
+    _fill(tmp_path, rows)  # versions 0..5
+    first = catalog.history(tmp_path)[-1]["timestamp"]
+    for as_of, says in (
+        ("-1", "a version is 0 or more"),
+        ("99999999999999999999999", "its versions are 0..5"),
+        ("1900-01-01", "did not exist yet at 1900-01-01 00:00:00 UTC"),
+        (f"{first - timedelta(seconds=1):%Y-%m-%dT%H:%M:%S}+00:00", "first commit is version 0"),
+    ):
+        done = cli("catalog", "query", "SELECT 1", "--catalog", str(tmp_path), "--as-of", as_of)
+        assert done.returncode == 2 and says in done.stderr, (as_of, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1
+    with pytest.raises(catalog.BadInput, match="did not exist yet"):
+        catalog.query(tmp_path, "SELECT 1", as_of=datetime(1900, 1, 1, tzinfo=UTC).isoformat())
+    # a date alone is ISO 8601 too: the whole day after the last commit reads everything
+    tomorrow = (datetime.now(UTC) + timedelta(days=1)).date().isoformat()
+    assert catalog.query(tmp_path, "SELECT count(*) FROM results", as_of=tomorrow)[1] == [(6,)]
+
+
+def test_as_of_a_vacuumed_version_names_the_versions_still_readable(tmp_path, rows):
+    _fill(tmp_path, rows)
+    catalog.compact(tmp_path, retain_hours=0)  # version 6 merges; 0..5 lose their files
+    latest = DeltaTable(str(tmp_path / "results")).version()
+    done = cli("catalog", "query", "SELECT 1", "--catalog", str(tmp_path), "--as-of", "1")
+    assert done.returncode == 2
+    assert "version 1 of results was vacuumed (its data files were deleted" in done.stderr
+    assert "while read" not in done.stderr
+    assert f"versions 6..{latest} can still be read" in done.stderr
+    counted = catalog.query(tmp_path, "SELECT count(*) FROM results", as_of=6)[1]
+    assert counted == [(len(rows),)]

@@ -35,6 +35,8 @@ AsOfOption = Annotated[
 def _as_of(text: str | None) -> int | str | None:
     """`--as-of` text → a version (int) or an ISO 8601 time (str); raises BadInput."""
     if text is None or INTEGER.match(text):
+        if text is not None and int(text) < 0:
+            raise BadInput(f"--as-of {text}: a version is 0 or more")
         return None if text is None else int(text)
     try:
         datetime.fromisoformat(text)
