@@ -37,6 +37,7 @@ from puzzlesweep.catalog.read import (
     latest,
     open,
     query,
+    refuse_lost_log,
     snapshot,
     summary,
     to_arrow,
@@ -78,8 +79,10 @@ def resolve(catalog: CatalogLike) -> str:
 def check_writable(catalog: CatalogLike) -> Location:
     """The Location of `catalog` if a sweep may write there: a catalog, an empty or
     missing directory, or an object-store URL. Raises BadInput (naming what it found)
-    for a directory that holds something else, such as a catalog of the old layout."""
+    for a directory that holds something else, such as a catalog of the old layout,
+    CatalogDamaged for results that lost their transaction log (`refuse_lost_log`)."""
     location = locate(catalog)
+    refuse_lost_log(location)
     if not location.local or exists(location) or not os.path.isdir(location.uri):
         return location
     entries = sorted(os.listdir(location.uri))

@@ -14,6 +14,7 @@
 """
 
 import json
+import os
 import posixpath
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,17 +24,23 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from puzzlesweep.catalog.runs import lease
 from puzzlesweep.catalog.store import (
     KEYS,
     RESULTS,
     RUNS,
     CatalogDamaged,
     Location,
+    commits,
+    damaged_commits,
+    filesystem,
+    is_table,
     locate,
     open_table,
 )
 from puzzlesweep.core import DONE_KEY, BadInput
 
+COMPACT_ATTEMPTS = 10  # optimizes of one table refused by a concurrent row replacement
 DAMAGED = "damaged"  # CATALOG/damaged/VERSION/PATH: files taken out by `repair`
 
 
@@ -45,14 +52,6 @@ class Problem:
     path: str
     kind: str
     message: str
-
-
-def _filesystem(location: Location) -> pafs.FileSystem:
-    """A pyarrow filesystem rooted at the catalog (paths like `results/family=x/...`),
-    through delta-rs's own storage layer, so that it reaches whatever the tables do."""
-    from deltalake.fs import DeltaStorageHandler
-
-    return pafs.PyFileSystem(DeltaStorageHandler(location.uri, location.storage_options))
 
 
 def _data_files(table) -> list[str]:
@@ -67,7 +66,7 @@ def damaged_files(location: Location, table, whole: bool = False) -> list[tuple[
     footer, or with `whole` every page."""
     if table is None:
         return []
-    fs = _filesystem(location)
+    fs = filesystem(location)
     name = posixpath.basename(table.table_uri.rstrip("/"))
     found = []
     for relative in _data_files(table):
@@ -84,17 +83,34 @@ def damaged_files(location: Location, table, whole: bool = False) -> list[tuple[
     return found
 
 
+def _commit_message(path: str, number: int) -> str:
+    if number == 0:
+        return "not a readable Delta commit (truncated or garbled); no version from it on loads"
+    return "comes after a damaged commit, so it cannot be loaded either"
+
+
 def check(catalog) -> list[Problem]:
-    """Read every data file of the catalog whole and return the problems: missing or
+    """Read every data file of the catalog whole and return the problems: data files
+    of `results` without its transaction log (`lost_log_files`), damaged commit files
+    of either table's log (then nothing else is looked at), missing or
     unreadable files, then (only when every file reads) a (run, instance, solver,
     limits) stored more than once. Empty: healthy. Raises BadInput for a missing
     catalog."""
     from puzzlesweep.catalog import exists, query
 
     location = locate(catalog)
+    if lost_log := lost_log_files(location):
+        why = "no transaction log refers to it (results/_delta_log is lost)"
+        return [Problem(path, "orphaned", why) for path in lost_log]
     if not exists(location):
         raise BadInput(f"catalog {location.uri} does not exist")
-    problems = []
+    problems = [
+        Problem(path, "damaged commit", _commit_message(path, number))
+        for name in (RESULTS, RUNS)
+        for number, path in enumerate(damaged_commits(location, name))
+    ]
+    if problems:
+        return problems  # no version from a damaged commit on can be loaded
     for name in (RESULTS, RUNS):
         for path, why in damaged_files(location, open_table(location, name), whole=True):
             kind = "missing" if why == "missing" else "unreadable"
@@ -102,7 +118,7 @@ def check(catalog) -> list[Problem]:
     if not problems and open_table(location, RESULTS) is not None:
         _, rows = query(
             location,
-            f"SELECT run_id, {', '.join(DONE_KEY)}, count(*) FROM results "
+            f"SELECT {RESULT_KEY}, count(*) FROM results "
             "GROUP BY ALL HAVING count(*) > 1 ORDER BY ALL",
         )
         for run_id, key, solver, limit, nodes, count in rows:
@@ -111,27 +127,12 @@ def check(catalog) -> list[Problem]:
     return problems
 
 
-def _log(location: Location) -> dict[int, list[dict]]:
-    """Version → the actions of its commit, read from `results/_delta_log/*.json` (the
-    Delta protocol's commit files; versions whose file was cleaned up are absent)."""
-    fs = _filesystem(location)
-    selector = pafs.FileSelector(f"{RESULTS}/_delta_log", allow_not_found=True)
-    log = {}
-    for info in fs.get_file_info(selector):
-        stem = info.base_name.removesuffix(".json")
-        if info.base_name.endswith(".json") and stem.isdigit():
-            with fs.open_input_stream(info.path) as source:
-                text = source.read().decode()
-            log[int(stem)] = [json.loads(line) for line in text.splitlines() if line.strip()]
-    return log
-
-
 def lost_keys(location: Location, paths: list[str]) -> list[str] | None:
     """The params keys of the rows in the data files `paths` (relative to the table
     root): from the commit that added each file (`store.KEYS`), following a compaction
     back to the files it merged. None when the log no longer tells."""
     added, keys_of = {}, {}
-    for version, actions in sorted(_log(location).items()):
+    for version, actions in sorted(commits(location, RESULTS).items()):
         info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
         removed = [unquote(a["remove"]["path"]) for a in actions if "remove" in a]
         for action in actions:
@@ -155,23 +156,155 @@ def lost_keys(location: Location, paths: list[str]) -> list[str] | None:
 
 
 def repair(catalog) -> dict:
-    """Take every missing or unreadable data file out of `results` in one Delta commit
-    (unreadable files move to `CATALOG/damaged/VERSION/`). Returns {"removed": [paths],
-    "lost": [params keys] or None when the log cannot tell, "version": the table version
-    after the repair, or None when nothing was damaged}. Raises BadInput for a missing
-    catalog."""
+    """Under the maintenance lease (`runs.lease`): take every missing or unreadable data
+    file out of `results` in one Delta commit (unreadable files move to
+    `CATALOG/damaged/VERSION/`), then remove the rows stored more than once by one run
+    (a past double compaction). Returns {"removed": [paths], "lost": [params keys] or
+    None when the log cannot tell, "duplicates": rows removed, "version": the table
+    version after the repair, or None when nothing was wrong}. Raises BadInput for a
+    missing catalog or while another maintenance command holds the lease."""
+    location = locate(catalog)
+    aside = _set_aside_commits(location)
+    rebuilt = _rebuild(location)
+    if open_table(location, RESULTS) is None:
+        raise BadInput(f"catalog {location.uri} has no results table")
+    with lease(location, "repair"):
+        report = _remove_damaged(location)
+        report["rebuilt"] = rebuilt
+        if aside:
+            report["commits"] = aside
+            report["lost"] = sorted(set(report["lost"] or []) | set(_orphaned_keys(location)))
+            report["version"] = open_table(location, RESULTS).version()
+        report["duplicates"] = _remove_duplicates(location)
+        if report["duplicates"] or rebuilt:
+            report["version"] = open_table(location, RESULTS).version()
+        report["failed"] = _reverify(location) if rebuilt else []
+    return report
+
+
+def lost_log_files(location: Location) -> list[str]:
+    """The data files of `results` (relative to the catalog root) when its transaction
+    log is lost (no `results/_delta_log`); empty otherwise."""
+    if is_table(location, RESULTS):
+        return []
+    if location.local and not os.path.isdir(location.table(RESULTS)):
+        return []  # (delta-rs's storage layer refuses a directory that does not exist)
+    return orphaned_files(location)
+
+
+def _rebuild(location: Location) -> list[str]:
+    """Make `results` a Delta table again from `lost_log_files` (one commit, the files
+    stay where they are); returns them."""
+    from deltalake import CommitProperties, Field, Schema, convert_to_deltalake
+
+    files = lost_log_files(location)
+    if files:
+        convert_to_deltalake(
+            location.table(RESULTS),
+            partition_by=Schema([Field("family", "string")]),
+            partition_strategy="hive",
+            storage_options=location.storage_options or None,
+            commit_properties=CommitProperties(
+                custom_metadata={"puzzlesweep.rebuilt": json.dumps(len(files))}
+            ),
+        )
+    return files
+
+
+def _reverify(location: Location) -> list[tuple[str, str]]:
+    """(params_key, why) of every row of `results` whose stored solution fails its
+    family's verifier now."""
+    from puzzlesweep import puzzles
+    from puzzlesweep.catalog.read import snapshot
+    from puzzlesweep.solve import recheck
+
+    failed = []
+    with snapshot(location) as shot:
+        for family in puzzles.FAMILIES:
+            columns, rows = shot.query(
+                "SELECT * FROM results WHERE family = ? AND solution IS NOT NULL", [family]
+            )
+            for values in rows:
+                row = dict(zip(columns, values, strict=True))
+                if (why := recheck(family, row)) is not None:
+                    failed.append((row["params_key"], why))
+    return failed
+
+
+def _set_aside_commits(location: Location) -> list[str]:
+    """Move the damaged commit files of both tables to `CATALOG/damaged/log-TIME/`
+    (same relative paths); returns the files moved (relative to the catalog root)."""
+    moved = [path for name in (RESULTS, RUNS) for path in damaged_commits(location, name)]
+    if not moved:
+        return []
+    folder = f"{DAMAGED}/log-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    fs = filesystem(location)
+    for path in moved:
+        fs.create_dir(posixpath.dirname(f"{folder}/{path}"), recursive=True)
+        fs.move(path, f"{folder}/{path}")
+    return moved
+
+
+def orphaned_files(location: Location) -> list[str]:
+    """The data files under `results/` (paths relative to the catalog root) that no
+    readable commit adds or removes and the table (if it loads) does not hold: rows
+    whose commit was lost or set aside. Raises OSError from the storage."""
+    fs = filesystem(location)
+    selector = pafs.FileSelector(RESULTS, recursive=True, allow_not_found=True)
+    on_disk = {
+        info.path
+        for info in fs.get_file_info(selector)
+        if info.type == pafs.FileType.File
+        and info.base_name.endswith(".parquet")
+        and "_delta_log" not in info.path
+    }
+    known = {
+        f"{RESULTS}/{unquote(action[kind]['path'])}"
+        for actions in commits(location, RESULTS).values()
+        for action in actions
+        for kind in ("add", "remove")
+        if kind in action
+    }
+    table = open_table(location, RESULTS)
+    current = {f"{RESULTS}/{p}" for p in _data_files(table)} if table is not None else set()
+    return sorted(on_disk - known - current)
+
+
+def _orphaned_keys(location: Location) -> list[str]:
+    """The params keys of the rows in `orphaned_files` that the table does not hold
+    (for the same solver and limits): what a re-run must solve again."""
+    import duckdb
+
+    fs = filesystem(location)
+    columns = ["params_key", "solver", "time_limit", "node_limit"]
+    orphans = [pq.read_table(p, filesystem=fs, columns=columns) for p in orphaned_files(location)]
+    if not orphans:
+        return []
+    table = open_table(location, RESULTS)
+    with duckdb.connect() as connection:
+        connection.register("orphans", pa.concat_tables(orphans, promote_options="default"))
+        held = "SELECT params_key, solver, time_limit, node_limit FROM held"
+        if table is None:
+            held = "SELECT * FROM orphans WHERE false"
+        else:
+            connection.register("held", table.to_pyarrow_dataset())
+        rows = connection.sql(
+            f"SELECT DISTINCT params_key FROM (SELECT * FROM orphans EXCEPT {held}) ORDER BY 1"
+        ).fetchall()
+    return [key for (key,) in rows]
+
+
+def _remove_damaged(location: Location) -> dict:
+    """The damaged-file part of `repair`: {"removed", "lost", "version"}."""
     from deltalake import CommitProperties
 
-    location = locate(catalog)
     table = open_table(location, RESULTS)
-    if table is None:
-        raise BadInput(f"catalog {location.uri} has no results table")
     damaged = damaged_files(location, table, whole=True)
     if not damaged:
         return {"removed": [], "lost": [], "version": None}
     paths = [path for path, _ in damaged]
     lost = lost_keys(location, [p.removeprefix(f"{RESULTS}/") for p in paths])
-    fs = _filesystem(location)
+    fs = filesystem(location)
     for path, why in damaged:
         if why != "missing":
             target = f"{DAMAGED}/{table.version()}/{path}"
@@ -182,39 +315,100 @@ def repair(catalog) -> dict:
     return {"removed": paths, "lost": lost, "version": table.version()}
 
 
+#: A result is stored once per run: the key of `check`'s duplicates and of their removal.
+RESULT_KEY = ", ".join(("run_id", *DONE_KEY))  # a row written twice by one run
+
+
+def _remove_duplicates(location: Location) -> int:
+    """Rewrite the families of `results` where a run stored a result more than once,
+    keeping one row of each (a final status before `error`, then the newest), in one
+    commit (a predicate overwrite of those partitions). Returns the rows removed."""
+    import duckdb
+    from deltalake import CommitProperties, write_deltalake
+
+    table = open_table(location, RESULTS)
+    with duckdb.connect() as connection:
+        connection.register("results", table.to_pyarrow_dataset())
+        families = [
+            family
+            for (family,) in connection.sql(
+                f"SELECT DISTINCT family FROM results GROUP BY family, {RESULT_KEY} "
+                "HAVING count(*) > 1 ORDER BY family"
+            ).fetchall()
+        ]
+        if not families:
+            return 0
+        rows = table.to_pyarrow_table(filters=[("family", "in", families)])
+        connection.register("rows", rows.append_column("row", pa.array(range(rows.num_rows))))
+        keep = connection.sql(
+            f"SELECT row FROM rows QUALIFY row_number() OVER (PARTITION BY {RESULT_KEY} "
+            "ORDER BY status = 'error', finished_at DESC) = 1 ORDER BY row"
+        ).fetchall()
+    kept = rows.take([row for (row,) in keep])
+    quoted = ", ".join("'" + f.replace("'", "''") + "'" for f in families)
+    write_deltalake(
+        table,
+        kept,
+        mode="overwrite",
+        predicate=f"family IN ({quoted})",
+        commit_properties=CommitProperties(custom_metadata={"puzzlesweep.deduplicated": "1"}),
+    )
+    return rows.num_rows - kept.num_rows
+
+
 def compact(catalog, retain_hours: int = 168) -> dict:
     """Optimize both tables (merge small files into large ones, one commit each), then
     vacuum: delete files that no version of the last `retain_hours` hours needs (0
     frees the disk at once, but a reader that still holds an older version then fails).
-    Returns {"results": {"files_removed", "files_added", "version"}, "runs": ...,
-    "deleted": N}. Raises BadInput for a missing catalog, CatalogDamaged for a data file
-    that cannot be read (nothing is changed then)."""
+    Returns {"results": {"files_removed", "files_added", "deleted", "version"}, "runs":
+    ..., "deleted": N in all}. The command holds the maintenance lease (`runs.lease`),
+    whose row the `runs` table keeps. Raises BadInput for a missing catalog or while
+    another maintenance command holds the lease, CatalogDamaged for a data file that
+    cannot be read (nothing is changed then)."""
     from puzzlesweep.catalog import exists
 
     location = locate(catalog)
     if not exists(location):
         raise BadInput(f"catalog {location.uri} does not exist")
     report: dict = {"deleted": 0}
-    for name in (RESULTS, RUNS):
+    with lease(location, "compact"):
+        for name in (RESULTS, RUNS):
+            if open_table(location, name) is not None:
+                report[name] = _compact(location, name, retain_hours, report)
+    return report
+
+
+def _compact(location: Location, name: str, retain_hours: int, report: dict) -> dict:
+    """Optimize then vacuum table `name` (see `compact`); counts deleted files in
+    `report["deleted"]`, returns {"files_removed", "files_added", "deleted", "version"}. A run's
+    heartbeat replacing its row while `runs` is optimized makes delta-rs refuse the
+    optimize (it read the replaced file): it is tried again on the new version, up to
+    `COMPACT_ATTEMPTS` times in all, then deltalake's CommitFailedError is raised."""
+    from deltalake.exceptions import CommitFailedError
+
+    for attempt in range(COMPACT_ATTEMPTS):
         table = open_table(location, name)
-        if table is None:
-            continue
         if damaged := damaged_files(location, table):
             raise CatalogDamaged(
                 f"catalog {location.uri}: data file {damaged[0][0]} cannot be read; "
                 "run `puzzlesweep catalog repair` before compacting"
             )
-        metrics = table.optimize.compact()
-        deleted = table.vacuum(
-            retention_hours=retain_hours, dry_run=False, enforce_retention_duration=False
-        )
-        report["deleted"] += len(deleted)
-        report[name] = {
-            "files_removed": metrics["numFilesRemoved"],
-            "files_added": metrics["numFilesAdded"],
-            "version": table.version(),
-        }
-    return report
+        try:
+            metrics = table.optimize.compact()
+            break
+        except CommitFailedError:
+            if attempt == COMPACT_ATTEMPTS - 1:
+                raise
+    deleted = table.vacuum(
+        retention_hours=retain_hours, dry_run=False, enforce_retention_duration=False
+    )
+    report["deleted"] += len(deleted)
+    return {
+        "files_removed": metrics["numFilesRemoved"],
+        "files_added": metrics["numFilesAdded"],
+        "deleted": len(deleted),
+        "version": table.version(),
+    }
 
 
 def history(catalog, limit: int | None = None) -> list[dict]:

@@ -21,7 +21,9 @@ from puzzlesweep.catalog.store import (
     Location,
     exists,
     locate,
+    missing_files,
     open_table,
+    readable_versions,
 )
 from puzzlesweep.core import DONE_KEY, FINAL, BadInput, DoneKey
 
@@ -60,6 +62,10 @@ class Snapshot:
 
         self.location = location
         self.results = open_table(location, RESULTS, as_of)
+        if self.results is None:
+            refuse_lost_log(location)
+        elif as_of is not None and missing_files(location, self.results):
+            raise BadInput(vacuumed(location, self.results.version()))
         runs = open_table(location, RUNS)  # runs as they are now, also with `as_of`
         self.results_version = self.results.version() if self.results is not None else None
         self.runs_version = runs.version() if runs is not None else None
@@ -129,16 +135,30 @@ class Snapshot:
                 path for path, _ in damaged_files(self.location, open_table(self.location, RESULTS))
             ]
             if not damaged:
-                raise StaleSnapshot(
-                    f"catalog {self.location.uri}: version "
-                    f"{self.results_version} was vacuumed while read"
-                ) from None
+                message = vacuumed(self.location, self.results_version, "while read")
+                raise StaleSnapshot(message) from None
             more = f" and {len(damaged) - 1} more" if len(damaged) > 1 else ""
             raise CatalogDamaged(
                 f"catalog {self.location.uri}: data file {damaged[0]}{more} cannot be read "
                 f"({str(exc).splitlines()[0][:120]}); run `puzzlesweep catalog check`, then "
                 "`puzzlesweep catalog repair` and re-run the sweep to solve its rows again"
             ) from None
+
+
+def vacuumed(location: Location, version: int, when: str = "") -> str:
+    """The message for version `version` of results whose data files a vacuum deleted
+    (`when`: e.g. "while read"), naming the versions that can still be read."""
+    readable = readable_versions(location, RESULTS)
+    still = (
+        f"versions {readable[0]}..{readable[1]} can still be read"
+        if readable
+        else "no version can be read (run `puzzlesweep catalog check`)"
+    )
+    return (
+        f"catalog {location.uri}: version {version} of results was vacuumed "
+        f"{when + ' ' if when else ''}(its data files were deleted by `catalog compact`); "
+        f"{still}"
+    )
 
 
 class StaleSnapshot(BadInput):
@@ -159,11 +179,26 @@ def _fresh(catalog: CatalogLike, read, as_of: int | str | None = None):
 
 def snapshot(catalog: CatalogLike, as_of: int | str | None = None) -> Snapshot:
     """A Snapshot of `catalog`, now or `as_of` a version (int) or a time (ISO 8601
-    string). Raises BadInput when the catalog does not exist or has no such version."""
+    string). Raises BadInput when the catalog does not exist or has no such version,
+    CatalogDamaged when its results lost their transaction log (`refuse_lost_log`)."""
     location = locate(catalog)
     if not exists(location):
+        refuse_lost_log(location)
         raise BadInput(f"catalog {location.uri} does not exist (run a sweep into it first)")
     return Snapshot(location, as_of)
+
+
+def refuse_lost_log(location: Location) -> None:
+    """Raise CatalogDamaged when `results` has data files but no transaction log: the
+    catalog is not empty, its rows are unreachable until `catalog repair` rebuilds it."""
+    from puzzlesweep.catalog.maintenance import lost_log_files
+
+    if files := lost_log_files(location):
+        raise CatalogDamaged(
+            f"catalog {location.uri}: results has {len(files)} data files but no "
+            "transaction log (results/_delta_log is lost); run `puzzlesweep catalog check`, "
+            "then `puzzlesweep catalog repair` to rebuild it from them"
+        )
 
 
 def connect(catalog: CatalogLike, as_of: int | str | None = None):

@@ -14,26 +14,33 @@ solve and store every instance twice).
 import os
 import socket
 import threading
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
 
 from puzzlesweep.catalog.schema import RUN_SCHEMA, SCHEMA_VERSION
-from puzzlesweep.catalog.store import RUNS, locate, open_table, replace
+from puzzlesweep.catalog.store import RUNS, commits, locate, open_table, replace
 
 HEARTBEAT_SECONDS = 20.0
+#: The `sweep` of the rows that maintenance commands (compact, repair) write in `runs`
+#: while they hold the catalog's maintenance lease (`lease`).
+MAINTENANCE = "catalog-maintenance"
+LEASE = "puzzlesweep.lease"  # commit info entry of a lease claim: the claiming run_id
 
 
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def write_run(catalog, run: dict[str, Any]) -> None:
-    """Write (or replace) the row of run `run["run_id"]` in `runs`, in one commit.
-    Missing columns are filled in: versions, host, pid, schema_version, `heartbeat_at`
-    (now), else null. Raises ValueError for a column `runs` does not have."""
+def write_run(catalog, run: dict[str, Any], metadata: dict[str, str] | None = None) -> None:
+    """Write (or replace) the row of run `run["run_id"]` in `runs`, in one commit whose
+    commit info carries `metadata`. Missing columns are filled in: versions, host, pid,
+    schema_version, `heartbeat_at` (now), else null. Raises ValueError for a column
+    `runs` does not have."""
     from puzzlesweep.catalog import versions
 
     row = {
@@ -48,7 +55,7 @@ def write_run(catalog, run: dict[str, Any]) -> None:
     if unknown:
         raise ValueError(f"unknown run columns: {', '.join(sorted(unknown))}")
     table = pa.Table.from_pylist([row], schema=RUN_SCHEMA)
-    replace(locate(catalog), RUNS, table, f"run_id = {_quote(row['run_id'])}")
+    replace(locate(catalog), RUNS, table, f"run_id = {_quote(row['run_id'])}", metadata=metadata)
 
 
 def _rows(catalog, where: Callable[[dict], bool]) -> list[dict]:
@@ -165,3 +172,60 @@ def claim(catalog, manifest: dict, allow_concurrent: bool = False) -> None:
     if earlier:
         write_run(catalog, {**manifest, "state": "failed", "finished_at": datetime.now(UTC)})
         raise _busy(earlier[0])
+
+
+@contextmanager
+def lease(catalog, operation: str) -> Iterator[str]:
+    """Hold the catalog's maintenance lease while the `with` block runs (yields the
+    lease's run id): one maintenance command at a time rewrites the files of a catalog
+    (two OPTIMIZE commits of the same files would each add the merged rows, doubling
+    them). The lease is a `runs` row of sweep `MAINTENANCE` (`spec` = `operation`),
+    heartbeating like a run's and `finished` at the end, so a killed holder is `lost`
+    after `catalog.LOST_AFTER_SECONDS`.
+
+    Taking it: note the version v of `runs`, refuse if a live lease row exists, then
+    commit this row with its run id in the commit info (`LEASE`). Delta's log orders
+    commits; a claim committed after v and before this one whose holder is still live
+    wins over this one. Of two racing claims, the later commit always sees the earlier
+    one (in the table, or in the log after v), so at most one holds the lease.
+    Raises BadInput naming the holder when another maintenance command holds it."""
+    location = locate(catalog)
+    table = open_table(location, RUNS)
+    before = table.version() if table is not None else -1
+    run_id = f"maintenance-{uuid.uuid4().hex[:12]}"
+    row = {
+        "run_id": run_id,
+        "sweep": MAINTENANCE,
+        "spec": operation,
+        "started_at": datetime.now(UTC),
+    }
+    if live := live_runs(location, MAINTENANCE):
+        raise _held(live[0])
+    write_run(location, {**row, "state": "running"}, metadata={LEASE: run_id})
+    claims = [
+        info[LEASE]
+        for _, actions in sorted(commits(location, RUNS, before).items())
+        for info in [next((a["commitInfo"] for a in actions if "commitInfo" in a), {})]
+        if LEASE in info
+    ]
+    earlier = claims[: claims.index(run_id)] if run_id in claims else []
+    holders = [r for r in live_runs(location, MAINTENANCE) if r["run_id"] in earlier]
+    if holders:
+        write_run(location, {**row, "state": "failed", "finished_at": datetime.now(UTC)})
+        raise _held(holders[0])
+    state = "failed"
+    try:
+        with Heartbeat(location, lambda: row):
+            yield run_id
+        state = "finished"
+    finally:
+        write_run(location, {**row, "state": state, "finished_at": datetime.now(UTC)})
+
+
+def _held(run: dict) -> Exception:
+    from puzzlesweep.core import BadInput
+
+    return BadInput(
+        f"another maintenance command ({run['spec']}, run {run['run_id']}, host "
+        f"{run['host']}, pid {run['pid']}) is rewriting this catalog; try again when it ends"
+    )

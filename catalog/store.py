@@ -31,12 +31,15 @@ Roads not taken:
 
 import json
 import os
+import posixpath
 import random
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from puzzlesweep.core import BadInput
 
@@ -99,28 +102,144 @@ def is_table(location: Location, name: str) -> bool:
     return DeltaTable.is_deltatable(location.table(name), location.storage_options)
 
 
-def open_table(location: Location, name: str, version: "int | str | None" = None):
+def open_table(location: Location, name: str, version: "int | str | datetime | None" = None):
     """The DeltaTable `name` at its latest version, at `version` (an int), or as it was
-    at a time (an ISO 8601 string); None when the table does not exist. Raises BadInput
-    for a version or time the table does not have."""
+    at a time (an ISO 8601 string or a datetime; naive means UTC): the last version
+    committed at or before it, by the commit times `catalog history` shows. None when
+    the table does not exist. Raises BadInput for a version the table does not have or
+    a time before its first commit, CatalogDamaged (naming the file) when the latest
+    version cannot be loaded."""
     from deltalake import DeltaTable
     from deltalake.exceptions import DeltaError, TableNotFoundError
 
     if not is_table(location, name):
         return None
     try:
-        table = DeltaTable(
-            location.table(name),
-            version=version if isinstance(version, int) else None,
-            storage_options=location.storage_options,
-        )
-        if isinstance(version, str):
-            table.load_as_version(version)
+        table = DeltaTable(location.table(name), storage_options=location.storage_options)
     except TableNotFoundError:
         return None
     except (DeltaError, ValueError) as exc:
-        raise BadInput(f"catalog {location.uri}: {name} has no version {version}: {exc}") from None
+        reason = first_line(exc)
+        if damaged := damaged_commits(location, name):
+            raise CatalogDamaged(
+                f"catalog {location.uri}: commit file {damaged[0]} is damaged ({reason}); "
+                "run `puzzlesweep catalog check`, then `puzzlesweep catalog repair` to set "
+                "it aside"
+            ) from None
+        raise CatalogDamaged(f"catalog {location.uri}: {name} cannot be read: {reason}") from None
+    if version is None:
+        return table
+    number = _version_at(location, name, table.version(), version)
+    try:
+        table.load_as_version(number)
+    except (DeltaError, ValueError) as exc:
+        raise BadInput(
+            f"catalog {location.uri}: {name} has no version {number}: {first_line(exc)}"
+        ) from None
     return table
+
+
+def _version_at(location: Location, name: str, latest: int, when: "int | str | datetime") -> int:
+    """The version of table `name` that `when` (a version, or a time) names; raises
+    BadInput for a version outside 0..`latest` or a time before the first commit."""
+    if isinstance(when, int):
+        if not 0 <= when <= latest:
+            raise BadInput(
+                f"catalog {location.uri}: {name} has no version {when}; "
+                f"its versions are 0..{latest}"
+            )
+        return when
+    if isinstance(when, str):
+        try:
+            when = datetime.fromisoformat(when)
+        except ValueError:
+            raise BadInput(f"{when!r} is neither a version nor an ISO 8601 time") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    stamps = {
+        number: datetime.fromtimestamp(info["timestamp"] / 1000, UTC)
+        for number, actions in commits(location, name).items()
+        for info in [next((a["commitInfo"] for a in actions if "commitInfo" in a), {})]
+        if "timestamp" in info and number <= latest
+    }
+    before = [number for number, stamp in stamps.items() if stamp <= when]
+    if not before:
+        first = min(stamps, default=0)
+        at = f" ({stamps[first]:%Y-%m-%d %H:%M:%S} UTC)" if first in stamps else ""
+        raise BadInput(
+            f"catalog {location.uri}: {name} did not exist yet at {when:%Y-%m-%d %H:%M:%S} "
+            f"UTC; its first commit is version {first}{at}"
+        )
+    return max(before)
+
+
+def missing_files(location: Location, table) -> list[str]:
+    """The data files of `table`'s loaded version (relative to the catalog root) that
+    are no longer in the storage (deleted by a vacuum, or lost)."""
+    from urllib.parse import unquote
+
+    name = posixpath.basename(table.table_uri.rstrip("/"))
+    actions = pa.table(table.get_add_actions(flatten=True))
+    paths = [f"{name}/{unquote(p)}" for p in actions.column("path").to_pylist()]
+    infos = filesystem(location).get_file_info(paths)
+    return [info.path for info in infos if info.type == pafs.FileType.NotFound]
+
+
+def readable_versions(location: Location, name: str) -> tuple[int, int] | None:
+    """(oldest, latest): the versions of table `name` whose data files are all still
+    there (a vacuum deletes the files of the oldest versions first, so they form one
+    range), found by bisection; None when not even the latest is readable."""
+    table = open_table(location, name)
+    latest = table.version()
+    if missing_files(location, table):
+        return None
+    low, high = 0, latest  # the answer lies in low..high; `high` is readable
+    while low < high:
+        middle = (low + high) // 2
+        table.load_as_version(middle)
+        if missing_files(location, table):
+            low = middle + 1
+        else:
+            high = middle
+    return low, latest
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message (delta-rs appends a multi-line backtrace
+    when RUST_BACKTRACE is set), at most 200 characters."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+
+
+def damaged_commits(location: Location, name: str) -> list[str]:
+    """The commit files of table `name` (paths relative to the catalog root, oldest
+    first) from the first one that is not JSON lines (truncated, garbled) to the newest:
+    delta-rs cannot load any version from it on. Empty for a healthy log."""
+    if location.local and not os.path.isdir(location.table(name)):
+        return []
+    fs = filesystem(location)
+    selector = pafs.FileSelector(f"{name}/_delta_log", allow_not_found=True)
+    paths = sorted(
+        info.path
+        for info in fs.get_file_info(selector)
+        if info.base_name.endswith(".json") and info.base_name.removesuffix(".json").isdigit()
+    )
+    for number, path in enumerate(paths):
+        try:
+            with fs.open_input_stream(path) as source:
+                lines = source.read().decode().splitlines()
+            if not all(isinstance(json.loads(line), dict) for line in lines if line.strip()):
+                raise ValueError("not an action")
+        except (ValueError, UnicodeDecodeError):
+            return paths[number:]
+    return []
+
+
+def filesystem(location: Location) -> "pafs.FileSystem":
+    """A pyarrow filesystem rooted at the catalog (paths like `results/family=x/...`),
+    through delta-rs's own storage layer, so that it reaches whatever the tables do."""
+    from deltalake.fs import DeltaStorageHandler
+
+    return pafs.PyFileSystem(DeltaStorageHandler(location.uri, location.storage_options))
 
 
 def _committed(table, app_id: str) -> bool:
@@ -176,14 +295,23 @@ def append(
     return True
 
 
-def replace(location: Location, name: str, rows: pa.Table, predicate: str, attempts: int = 20):
+def replace(
+    location: Location,
+    name: str,
+    rows: pa.Table,
+    predicate: str,
+    attempts: int = 20,
+    metadata: dict[str, str] | None = None,
+):
     """Replace the rows of table `name` that match `predicate` (SQL, e.g. "run_id = 'X'")
-    by `rows`, in one commit (a predicate overwrite); creates the table on first use.
-    Concurrent replacements of other rows may conflict: each attempt re-reads and
-    retries, `attempts` in all, then raises deltalake's CommitFailedError."""
+    by `rows`, in one commit (a predicate overwrite) whose commit info carries
+    `metadata`; creates the table on first use. Concurrent replacements of other rows
+    may conflict: each attempt re-reads and retries, `attempts` in all, then raises
+    deltalake's CommitFailedError."""
     from deltalake import CommitProperties, write_deltalake
     from deltalake.exceptions import CommitFailedError
 
+    properties = CommitProperties(custom_metadata=metadata, max_commit_retries=COMMIT_RETRIES)
     for attempt in range(attempts):
         table = open_table(location, name)
         try:
@@ -193,6 +321,7 @@ def replace(location: Location, name: str, rows: pa.Table, predicate: str, attem
                     rows,
                     mode="append",
                     storage_options=location.storage_options,
+                    commit_properties=properties,
                 )
             else:
                 write_deltalake(
@@ -201,13 +330,30 @@ def replace(location: Location, name: str, rows: pa.Table, predicate: str, attem
                     mode="overwrite",
                     predicate=predicate,
                     schema_mode="merge",
-                    commit_properties=CommitProperties(max_commit_retries=COMMIT_RETRIES),
+                    commit_properties=properties,
                 )
             return
         except CommitFailedError:
             if attempt == attempts - 1:
                 raise
             time.sleep(random.uniform(0.05, 0.3))
+
+
+def commits(location: Location, name: str, after: int = -1) -> dict[int, list[dict]]:
+    """Version → the actions of its commit, for the versions of table `name` above
+    `after`, read from its `_delta_log/*.json` (the Delta protocol's commit files;
+    versions whose file was cleaned up are absent). Raises OSError from the storage and
+    ValueError for a commit file that is not JSON lines."""
+    fs = filesystem(location)
+    selector = pafs.FileSelector(f"{name}/_delta_log", allow_not_found=True)
+    log = {}
+    for info in fs.get_file_info(selector):
+        stem = info.base_name.removesuffix(".json")
+        if info.base_name.endswith(".json") and stem.isdigit() and int(stem) > after:
+            with fs.open_input_stream(info.path) as source:
+                text = source.read().decode()
+            log[int(stem)] = [json.loads(line) for line in text.splitlines() if line.strip()]
+    return log
 
 
 def exists(catalog: "str | Path | Location") -> bool:

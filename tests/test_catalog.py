@@ -4,6 +4,8 @@ time travel, damaged files, run heartbeats, and migration of the old layout."""
 
 import json
 import os
+import shutil
+import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -22,6 +24,8 @@ from puzzlesweep.core import make_params
 from puzzlesweep.puzzles import Instance
 from puzzlesweep.solve import solve_instance
 from puzzlesweep.solvers import Limits
+
+from .conftest import CLI
 
 
 def cli(*args: str) -> SimpleNamespace:
@@ -179,7 +183,7 @@ def test_compaction_keeps_rows_exactly_and_old_snapshots_readable(tmp_path, rows
     assert len(list((tmp_path / "results").glob("family=*/*.parquet"))) == 8
     # With no retention they go; the table still reads every row once.
     report = catalog.compact(tmp_path, retain_hours=0)
-    assert report["deleted"] == 5 and report["results"]["files_removed"] == 0
+    assert report["results"]["deleted"] == 5 and report["results"]["files_removed"] == 0
     assert len(list((tmp_path / "results").glob("family=*/*.parquet"))) == 3
     assert _everything(tmp_path).equals(before)
     assert cli("catalog", "check", "--catalog", str(tmp_path)).returncode == 0
@@ -352,3 +356,102 @@ def test_bad_catalog_input_is_named_and_exits_2(tmp_path, rows):
     done = cli("catalog", "query", "SELECT 1", "--catalog", "ftp://host/x")
     assert done.returncode == 2 and "unknown scheme ftp://" in done.stderr
     assert len(catalog.files(tmp_path)) == 1
+
+
+def _cli_with_backtraces(*args: str) -> subprocess.CompletedProcess:
+    """`puzzlesweep ARGS...` in a subprocess whose environment asks Rust for backtraces
+    (as the testers' machine did)."""
+    environment = {**os.environ, "RUST_BACKTRACE": "1", "RUST_LIB_BACKTRACE": "1"}
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=environment)
+
+
+def test_a_damaged_last_commit_is_named_then_set_aside_and_its_instances_listed(tmp_path, rows):
+    _fill(tmp_path, rows)  # versions 0..5, the last commit holds rows[-1]
+    commit = tmp_path / "results" / "_delta_log" / f"{5:020d}.json"
+    commit.write_bytes(commit.read_bytes()[:150])  # truncated
+    relative = f"results/_delta_log/{commit.name}"
+    for args in (["summary"], ["query", "SELECT count(*) FROM results"]):
+        done = _cli_with_backtraces("catalog", *args, "--catalog", str(tmp_path))
+        assert done.returncode == 1, (args, done.stderr)
+        assert len(done.stderr.splitlines()) == 1 and relative in done.stderr, done.stderr
+    done = _cli_with_backtraces("catalog", "check", "--catalog", str(tmp_path))
+    assert done.returncode == 1 and f"{relative}: damaged commit" in done.stdout
+    assert "<unknown>" not in done.stdout + done.stderr
+    done = _cli_with_backtraces("catalog", "repair", "--catalog", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert f"set aside {relative}" in done.stdout
+    assert f"1 instances lost (params_key): {rows[-1]['params_key']}" in done.stdout
+    (kept,) = (tmp_path / "damaged").glob(f"log-*/{relative}")
+    assert kept.read_bytes() and not commit.exists()
+    assert DeltaTable(str(tmp_path / "results")).version() == 4
+    assert pl.read_delta(str(tmp_path / "results")).height == len(rows) - 1
+    assert catalog.check(tmp_path) == []
+    # a garbled (not truncated) commit: its rows are named from their files, those the
+    # table still holds are not lost
+    _write(tmp_path, rows[0], "r4-00000")
+    _write(tmp_path, rows[-1], "r4-00001")
+    (tmp_path / "results" / "_delta_log" / f"{6:020d}.json").write_bytes(b"\x00garbage{")
+    report = catalog.repair(tmp_path)
+    assert report["commits"] == [f"results/_delta_log/{6:020d}.json"]
+    assert report["lost"] == [rows[-1]["params_key"]]
+
+
+def test_a_lost_transaction_log_is_named_then_rebuilt_from_its_data_files(tmp_path, rows):
+    _fill(tmp_path, rows)
+    before = _everything(tmp_path)
+    catalog.compact(tmp_path, retain_hours=1)  # the merged-away files stay on disk
+    on_disk = sorted(
+        str(p.relative_to(tmp_path)) for p in (tmp_path / "results").glob("family=*/*.parquet")
+    )
+    assert len(on_disk) == 8
+    shutil.rmtree(tmp_path / "results" / "_delta_log")
+    done = cli("catalog", "check", "--catalog", str(tmp_path))
+    assert done.returncode == 1
+    assert [line.split(": ")[1] for line in done.stdout.splitlines()] == on_disk
+    assert all(": orphaned: " in line for line in done.stdout.splitlines())
+    done = cli("catalog", "summary", "--catalog", str(tmp_path))
+    assert done.returncode == 1 and "holds no results" not in done.stderr
+    assert "8 data files but no transaction log" in done.stderr
+    with pytest.raises(catalog.CatalogDamaged):
+        catalog.check_writable(tmp_path)  # a run would solve everything again beside them
+    done = cli("catalog", "repair", "--catalog", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "rebuilt from 8 data files whose log was lost; 0 stored solutions failed" in done.stdout
+    assert "5 duplicate rows removed" in done.stdout  # the merged-away files came back
+    frame = pl.read_delta(str(tmp_path / "results"))
+    assert (frame.height, frame["params_key"].n_unique()) == (len(rows), len(rows))
+    after = _everything(tmp_path)
+    assert after.select(before.column_names).equals(before)
+    assert catalog.check(tmp_path) == []
+
+
+def test_as_of_outside_the_tables_history_is_one_line_and_exit_2(tmp_path, rows):
+    _fill(tmp_path, rows)  # versions 0..5
+    first = catalog.history(tmp_path)[-1]["timestamp"]
+    for as_of, says in (
+        ("-1", "a version is 0 or more"),
+        ("99999999999999999999999", "its versions are 0..5"),
+        ("1900-01-01", "did not exist yet at 1900-01-01 00:00:00 UTC"),
+        (f"{first - timedelta(seconds=1):%Y-%m-%dT%H:%M:%S}+00:00", "first commit is version 0"),
+    ):
+        done = cli("catalog", "query", "SELECT 1", "--catalog", str(tmp_path), "--as-of", as_of)
+        assert done.returncode == 2 and says in done.stderr, (as_of, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1
+    with pytest.raises(catalog.BadInput, match="did not exist yet"):
+        catalog.query(tmp_path, "SELECT 1", as_of=datetime(1900, 1, 1, tzinfo=UTC).isoformat())
+    # a date alone is ISO 8601 too: the whole day after the last commit reads everything
+    tomorrow = (datetime.now(UTC) + timedelta(days=1)).date().isoformat()
+    assert catalog.query(tmp_path, "SELECT count(*) FROM results", as_of=tomorrow)[1] == [(6,)]
+
+
+def test_as_of_a_vacuumed_version_names_the_versions_still_readable(tmp_path, rows):
+    _fill(tmp_path, rows)
+    catalog.compact(tmp_path, retain_hours=0)  # version 6 merges; 0..5 lose their files
+    latest = DeltaTable(str(tmp_path / "results")).version()
+    done = cli("catalog", "query", "SELECT 1", "--catalog", str(tmp_path), "--as-of", "1")
+    assert done.returncode == 2
+    assert "version 1 of results was vacuumed (its data files were deleted" in done.stderr
+    assert "while read" not in done.stderr
+    assert f"versions 6..{latest} can still be read" in done.stderr
+    counted = catalog.query(tmp_path, "SELECT count(*) FROM results", as_of=6)[1]
+    assert counted == [(len(rows),)]

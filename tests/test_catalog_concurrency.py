@@ -3,15 +3,19 @@ race for commits, and readers during writes and compactions (real Delta tables, 
 processes)."""
 
 import multiprocessing
+import subprocess
 import threading
 from datetime import UTC, datetime, timedelta
 
+import polars as pl
 import pytest
+from deltalake import DeltaTable
 
 from puzzlesweep import catalog, puzzles
 from puzzlesweep.dashboard import state as dashboard_state
 
 from . import test_catalog
+from .conftest import CLI
 from .test_catalog import _fill, _write
 
 rows = test_catalog.rows  # the same module-scoped fixture: rows of small solved instances
@@ -157,3 +161,51 @@ def test_readers_during_writes_and_compactions_never_see_rows_twice_or_lose_them
     assert failures == [] and len(seen) >= reads_per_step * steps
     assert all(before <= count <= after for before, count, after in seen), seen
     assert catalog.query(tmp_path, "SELECT count(*) FROM results")[1] == [(len(rows) + 12,)]
+
+
+def _outside_count(root) -> tuple[int, int]:
+    """(rows, distinct params keys) of `results` read by polars, no project code."""
+    frame = pl.read_delta(str(root / "results"))
+    return frame.height, frame["params_key"].n_unique()
+
+
+def test_two_compact_commands_at_once_never_double_rows(tmp_path, rows):
+    # issue 26.1: two OPTIMIZE commits of the same files each added the merged rows
+    for attempt in range(3):
+        root = tmp_path / f"c{attempt}"
+        _fill(root, rows)
+        command = [*CLI, "catalog", "compact", "--catalog", str(root), "--retain-hours"]
+        hours = "0" if attempt == 2 else "1"
+        both = [
+            subprocess.Popen([*command, hours], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            for _ in range(2)
+        ]
+        done = [(p.wait(300), p.stdout.read().decode(), p.stderr.read().decode()) for p in both]
+        for process in both:
+            process.stdout.close()
+            process.stderr.close()
+        assert sorted(code for code, _, _ in done) in ([0, 0], [0, 2]), done
+        for code, _, stderr in done:
+            assert "Traceback" not in stderr
+            if code == 2:
+                assert "another maintenance command (compact" in stderr
+        assert _outside_count(root) == (len(rows), len(rows))
+        assert catalog.check(root) == []
+
+
+def test_repair_removes_the_rows_a_double_compaction_left(tmp_path, rows):
+    _fill(tmp_path, rows)
+    first, second = (DeltaTable(str(tmp_path / "results")) for _ in range(2))
+    first.optimize.compact()
+    second.optimize.compact()  # what two unguarded compactions did
+    doubled = _outside_count(tmp_path)
+    assert doubled[0] > len(rows) and doubled[1] == len(rows)
+    assert {p.kind for p in catalog.check(tmp_path)} == {"duplicate"}
+    before = catalog.to_arrow(tmp_path, "SELECT DISTINCT * FROM results ORDER BY params_key")
+    report = catalog.repair(tmp_path)
+    assert report["duplicates"] == doubled[0] - len(rows) and report["removed"] == []
+    assert _outside_count(tmp_path) == (len(rows), len(rows))
+    assert catalog.check(tmp_path) == []
+    after = catalog.to_arrow(tmp_path, "SELECT * FROM results ORDER BY params_key")
+    assert after.equals(before)
+    assert catalog.repair(tmp_path)["version"] is None  # nothing left to repair

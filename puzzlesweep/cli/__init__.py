@@ -21,6 +21,7 @@ Parameter values on the command line are integers (`k=5`), words (`piece=knight`
 comma-separated integer lists (`dims=6,7,6`, `counts=14,13`).
 """
 
+import os
 import sys
 
 # isort: off
@@ -38,6 +39,9 @@ from puzzlesweep.core import BadInput
 def main() -> None:
     """Entry point of the `puzzlesweep` script."""
     set_quiet_defaults()
+    # delta-rs appends a Rust backtrace to its errors when these ask for one; users get
+    # one line (set before any Delta error is made, the first read of them is cached)
+    os.environ.update(RUST_BACKTRACE="0", RUST_LIB_BACKTRACE="0")
     try:
         app()
     except BadInput as exc:

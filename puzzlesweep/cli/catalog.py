@@ -35,6 +35,8 @@ AsOfOption = Annotated[
 def _as_of(text: str | None) -> int | str | None:
     """`--as-of` text → a version (int) or an ISO 8601 time (str); raises BadInput."""
     if text is None or INTEGER.match(text):
+        if text is not None and int(text) < 0:
+            raise BadInput(f"--as-of {text}: a version is 0 or more")
         return None if text is None else int(text)
     try:
         datetime.fromisoformat(text)
@@ -93,7 +95,7 @@ def catalog_check(location: CatalogOption = None) -> None:
     location = location or catalog.default_catalog()
     with catalog_errors():
         problems = catalog.check(location)
-        count = len(catalog.files(location))
+        count = 0 if problems else len(catalog.files(location))
     for problem in problems:
         line = f"error: {problem.path}: {problem.kind}: {problem.message}"
         out.print(line, highlight=False, markup=False, soft_wrap=True)
@@ -110,20 +112,39 @@ def catalog_check(location: CatalogOption = None) -> None:
 def catalog_repair(location: CatalogOption = None) -> None:
     """Take every missing or unreadable data file out of `results` in one Delta commit
     (unreadable files move to CATALOG/damaged/), and list the instances whose rows were
-    lost: a re-run of their sweep solves exactly those again."""
+    lost: a re-run of their sweep solves exactly those again. Then remove the rows a
+    run stored twice (keeping one)."""
     location = location or catalog.default_catalog()
     with catalog_errors():
         report = catalog.repair(location)
     if report["version"] is None:
-        out.print(f"nothing to repair: every data file of {location} reads", highlight=False)
+        out.print(
+            f"nothing to repair: every data file of {location} reads, no result is stored twice",
+            highlight=False,
+        )
         return
+    if report["rebuilt"]:
+        out.print(
+            f"results rebuilt from {len(report['rebuilt'])} data files whose log was lost; "
+            f"{len(report['failed'])} stored solutions failed their re-check",
+            highlight=False,
+        )
+    for key, why in report["failed"]:
+        out.print(f"re-check failed: {key}: {why}", highlight=False, markup=False)
+    for path in report.get("commits", []):
+        out.print(f"set aside {path} (in {location}/damaged/)", highlight=False, markup=False)
     for path in report["removed"]:
         out.print(f"removed {path}", highlight=False, markup=False)
     lost = report["lost"]
     if lost is None:
         out.print("the rows lost cannot be named: the log no longer tells", highlight=False)
-    else:
+    elif lost:
         out.print(f"{len(lost)} instances lost (params_key): {' '.join(lost)}", highlight=False)
+    if report["duplicates"]:
+        out.print(
+            f"{report['duplicates']} duplicate rows removed (a result stored twice by one run)",
+            highlight=False,
+        )
     out.print(
         f"results is now at version {report['version']}; run the sweeps again to solve "
         "what is missing",
