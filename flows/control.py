@@ -48,6 +48,7 @@ class Control:
         self.on_stopped = on_stopped
         self.record: Any = None  # the run's RunRecord, once claimed
         self.progress: Any = None  # the run's flows.progress.Progress, once planned
+        self.report: dict | None = None  # the run's report, once it ended
         self._stop = threading.Event()
         self._reason: list[str] = []
         self._listeners: list[Callable[[Any], None]] = []

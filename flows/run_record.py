@@ -21,7 +21,13 @@ from puzzlesweep.catalog.runs import HEARTBEAT_SECONDS
 from puzzlesweep.core import FINAL, BadInput
 from puzzlesweep.flows.control import Control
 from puzzlesweep.flows.faults import first_line
-from puzzlesweep.flows.spec import Sweep, load
+from puzzlesweep.flows.spec import Sweep, load, parse
+
+#: Bytes read at most from a spec at a URL (a spec is a few kilobytes).
+SPEC_BYTES = 1 << 20
+
+#: A spec as a path, a URL, inline TOML text, or the TOML document as a dict.
+SpecSource = str | dict
 
 
 @dataclass
@@ -128,7 +134,7 @@ class RunRecord:
 
 
 def start(
-    spec_path: str,
+    spec_path: SpecSource,
     catalog_path: str,
     force: bool = False,
     max_instances: int | None = None,
@@ -152,7 +158,7 @@ def start(
     manifest = {
         "run_id": run_id,
         "sweep": plan.name,
-        "spec_path": str(spec_path),
+        "spec_path": spec_path if isinstance(spec_path, str) and "\n" not in spec_path else None,
         "spec": plan.text,
         "started_at": datetime.now(UTC),
         "planned": len(plan.jobs),
@@ -167,12 +173,40 @@ def start(
     return record
 
 
+def read_spec(spec: SpecSource, max_instances: int | None = None) -> Sweep:
+    """The plan of `spec`: a dict (the TOML document as data), inline TOML text (a
+    string with a newline), a URL (`http(s)://`, `file://`; at most `SPEC_BYTES`
+    read), or a path. Raises BadInput naming the source for a bad, unreadable or too
+    large spec (`max_instances` as in `spec.parse`)."""
+    if isinstance(spec, dict):
+        import toml
+
+        return parse(toml.dumps(spec), "<spec dict>", max_instances)
+    if "\n" in spec:
+        return parse(spec, "<inline spec>", max_instances)
+    if "://" in spec:
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(spec, timeout=30) as answer:
+                data = answer.read(SPEC_BYTES + 1)
+        except (OSError, ValueError) as exc:
+            raise BadInput(f"{spec}: cannot read the spec: {exc}") from None
+        if len(data) > SPEC_BYTES:
+            raise BadInput(f"{spec}: the spec is larger than {SPEC_BYTES:,} bytes")
+        try:
+            return parse(data.decode("utf-8"), spec, max_instances)
+        except UnicodeDecodeError:
+            raise BadInput(f"{spec}: the spec is not UTF-8 text") from None
+    return load(spec, max_instances)
+
+
 def plan_run(
-    spec_path: str, catalog_path: str, force: bool, max_instances: int | None = None
+    spec_path: SpecSource, catalog_path: str, force: bool, max_instances: int | None = None
 ) -> tuple[Sweep, list]:
     """(the spec's plan, its jobs without a final result in the catalog, all if `force`).
     Raises BadInput for a bad or too large spec."""
-    plan = load(spec_path, max_instances)
+    plan = read_spec(spec_path, max_instances)
     done = set() if force else catalog.finished(catalog_path, [j.done_key for j in plan.jobs])
     return plan, [job for job in plan.jobs if job.done_key not in done]
 

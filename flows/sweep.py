@@ -24,23 +24,22 @@ This module holds no puzzle logic: it only groups, submits and counts.
 
 import time
 from collections import Counter
-from collections.abc import Callable
-from contextlib import nullcontext
 from datetime import datetime
-from pathlib import Path
+from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.exceptions import TerminationSignal
+from prefect.states import Cancelled, Failed
 
 from puzzlesweep import __version__, catalog, puzzles
 from puzzlesweep.flows import run_record
-from puzzlesweep.flows.api import TemporaryAPI
 from puzzlesweep.flows.batches import Batch, Planner
 from puzzlesweep.flows.cluster import (
+    Cluster,
     Watch,
     configured_api,
     connect,
-    dask_cluster,
     prefect_api,
     report_to,
     warn_remote_without_api,
@@ -56,6 +55,7 @@ from puzzlesweep.flows.faults import (
     retry_transient,
 )
 from puzzlesweep.flows.progress import Progress
+from puzzlesweep.flows.run_record import SpecSource
 from puzzlesweep.flows.submit import submit_all
 from puzzlesweep.solve import empty_row, solve_classes
 
@@ -159,50 +159,216 @@ def _solve_rows(batch: Batch, memory_limit: int | None, topic: str | None) -> li
     return rows
 
 
-@flow(name="sweep")
+@flow(name="sweep", validate_parameters=False)
 def sweep(
-    spec_path: str,
-    catalog_path: str,
-    run_id: str,
+    spec: SpecSource,
+    catalog: str = "results",
+    address: str | None = None,
+    workers: int | None = None,
     batch_size: int | None = None,
-    workers: int = 2,
+    force: bool = False,
     memory_limit: int | None = None,
     retries: int = RETRIES,
-    scheduler: str | None = None,
-    links: bool = False,
+    max_instances: int | None = None,
+    allow_concurrent: bool = False,
+    dashboard_address: str | None = None,
+    connect_timeout: float = 10.0,
+    backend: str = "dask",
     control: Control | None = None,
 ) -> dict:
-    """Solve the jobs of run `run_id` (`control.record`, started by `run_record.start`:
-    its row in `runs` is written, its spec at `spec_path` planned) into `catalog_path`;
-    returns {"run_id", "sweep", "planned", "skipped", "solved", "counts", "batches",
-    "retried" (batches that needed more than one attempt), "failed" (batches that failed
-    every attempt), "stopped", "seconds"}. `memory_limit` (bytes per instance) and
-    `retries` (per batch) as in `solve_batch`; with `links`, the flow run's UI page is
-    recorded in the run's row. While batches run, a `Watch` probes the Prefect API and
-    the Dask `scheduler` (its address, when given): one that stops answering for
-    `LOST_SECONDS` ends the run (state `failed`; RunStopped naming it), what was written
-    is kept.
+    """Run the sweep `spec` (a path, a URL, inline TOML text, or the TOML document as a
+    dict) into the catalog at `catalog`: plan it, claim and record its run in `runs`,
+    solve its instances on Dask (the scheduler at `address`, or a `LocalCluster` of
+    `workers` (default 2) single-threaded processes started and closed here, its
+    dashboard on `dashboard_address` or none; `backend` "threads": threads of this
+    process, see `cluster.Cluster`), and return the report {"run_id", "sweep", "planned",
+    "skipped", "solved", "counts", "batches", "retried", "failed", "stopped",
+    "seconds", "flow_run_url", "flow_run_id", "dashboard", "catalog", "scheduler"}.
 
-    The run's row is replaced at the end (`finished`; `failed` when a batch failed
-    every attempt; `interrupted` on KeyboardInterrupt or Prefect's TerminationSignal)
-    with its counts by status, counted in the catalog (the rows this run wrote), not
-    from the reports received. Stops (state `failed`, the report's "stopped" says why)
-    at the first batch that fails with an error no retry can fix (`faults.permanent`),
-    without waiting for the others."""
-    from prefect.context import FlowRunContext
-    from prefect.exceptions import TerminationSignal
-    from prefect.utilities.urls import url_for
+    This is the flow that `puzzlesweep run`, `puzzlesweep.sweep()` and the deployments
+    of deploy/prefect.yaml run: one flow run, renamed after the sweep and tagged
+    `sweep:NAME` and `family:NAME` once the spec is read. `memory_limit` (bytes per
+    instance), `retries` (per batch), `batch_size` (None: sized as the run goes),
+    `force` (solve again what the catalog holds), `max_instances`, `allow_concurrent`
+    as in `puzzlesweep run`. `control`: the caller's `Control` (stop requests, progress
+    listeners, announce channel); None for a deployment.
 
+    Ends `Completed` when every instance has a row and none is in `error`; `Failed`
+    when instances ended in `error` or batches failed every attempt (the report is in
+    `control.report`); `Cancelled` on a stop request (Ctrl-C, SIGTERM: the run's row
+    says `interrupted`). Raises BadInput for a bad spec or address, or another live run
+    of the sweep; RunStopped (one line) when the Prefect API, the Dask scheduler or the
+    catalog was lost: what was written is kept, a re-run solves what is missing."""
     control = control or Control()
     control.on_flow_start()
-    logger = get_run_logger()
-    started = time.perf_counter()
-    run = control.record
-    plan, todo = run.plan, run.todo
-    if links and (url := url_for(FlowRunContext.get().flow_run)):
+    cluster = Cluster.of(
+        backend=backend,
+        address=address,
+        workers=workers,
+        dashboard_address=dashboard_address,
+        connect_timeout=connect_timeout,
+    )
+    if address:  # a silent scheduler is bad input: refused before the run's row is written
+        connect(address, connect_timeout).close()
+    run = run_record.start(
+        spec, catalog, force, max_instances, allow_concurrent, batch_size, control
+    )
+    _name_flow_run(run, control)
+    try:
+        report = _solve_run(run, control, cluster, batch_size, memory_limit, retries)
+    except (KeyboardInterrupt, TerminationSignal):
+        _interrupted(run, control)
+        return Cancelled(message=f"run {run.run_id} interrupted; what was written is kept")
+    except BaseException:
+        run.end("failed")
+        raise
+    if report["stopped"]:
+        _settle(run)
+        raise RunStopped(
+            f"run {run.run_id} stopped at the first batch that cannot succeed: "
+            f"{report['stopped']}; the instances written before are kept"
+        )
+    from prefect.context import FlowRunContext
+
+    report["flow_run_id"] = str(FlowRunContext.get().flow_run.id)
+    control.report = report
+    return _final_state(report)
+
+
+def _interrupted(run, control: Control) -> None:
+    """At a stop request, before anything is torn down: the run's row says
+    `interrupted`, and this flow run and its unfinished task runs are `Cancelled` in
+    Prefect at once (the caller may exit before the teardown ends); then the caller
+    hears of it (`control.on_stopped`)."""
+    if run.ended is None:
+        run.end("interrupted")
+        try:
+            _cancel_in_prefect()
+        except Exception:  # noqa: BLE001 (an API that is gone has nothing to show)
+            pass
+    control.on_stopped("interrupted", None)
+
+
+def _cancel_in_prefect() -> None:
+    """Set this flow run, and its task runs not in a final state, to Cancelled."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+    from prefect.context import FlowRunContext
+
+    flow_run_id = FlowRunContext.get().flow_run.id
+    message = "interrupted (Ctrl-C or SIGTERM); what was written is kept"
+    with get_client(sync_client=True) as client:
+        task_runs = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+        )
+        for task_run in task_runs:
+            if task_run.state is None or not task_run.state.is_final():
+                client.set_task_run_state(task_run.id, Cancelled(message=message), force=True)
+        client.set_flow_run_state(flow_run_id, Cancelled(message=message), force=True)
+
+
+def _final_state(report: dict) -> Any:
+    """The flow's report, or a Failed state naming what failed (the report stays in the
+    caller's Control)."""
+    errors = report["counts"].get("error", 0)
+    if report["failed"] or errors:
+        parts = [f"{len(report['failed'])} batches failed every attempt"] * bool(report["failed"])
+        parts += [f"{errors} {_instances(errors)} ended in error"] * bool(errors)
+        return Failed(message=f"run {report['run_id']}: {'; '.join(parts)}")
+    return report
+
+
+def _instances(n: int) -> str:
+    return "instance" if n == 1 else "instances"
+
+
+def _settle(run) -> None:
+    try:
+        run_record.settle(run.catalog_path, run.run_id)
+    except Exception:  # noqa: BLE001 (the catalog that stopped the run may refuse this too)
+        pass
+
+
+def _name_flow_run(run, control: Control) -> None:
+    """Name this flow run after the sweep and its start, tag it `sweep:NAME` and one
+    `family:NAME` per family, and record its page in the run's row when the API has a
+    UI (a Prefect server)."""
+    from prefect.client.orchestration import get_client
+    from prefect.context import FlowRunContext
+    from prefect.utilities.urls import url_for
+
+    flow_run = FlowRunContext.get().flow_run
+    families = sorted({job.instance.family for job in run.plan.jobs})
+    tags = {*flow_run.tags, f"sweep:{run.plan.name}", *(f"family:{f}" for f in families)}
+    name = f"{run.plan.name} {datetime.now():%Y-%m-%d %H:%M:%S}"
+    with get_client(sync_client=True) as client:
+        client.update_flow_run(flow_run.id, name=name, tags=sorted(tags))
+    if configured_api() and (url := url_for(flow_run)):
         run.manifest["flow_run_url"] = url
         control.announce(f"Prefect flow run: {url}")
         run.write()
+    jobs = len(run.plan.jobs)
+    control.announce(f"sweep {run.plan.name}: {jobs} instances into {run.catalog_path}")
+
+
+def _solve_run(
+    run, control: Control, cluster: "Cluster", batch_size, memory_limit, retries
+) -> dict:
+    """Start the cluster (none when nothing is to solve), then solve the run's jobs."""
+    if not cluster.address and not run.todo:
+        control.announce("nothing to solve: every instance has its result in the catalog")
+        report = _batches(run, control, None, 1, batch_size, memory_limit, retries)
+        return {**report, **run.links(), "scheduler": None}
+    with cluster.start() as (scheduler, dashboard, found, runner):
+        run.manifest["dask_dashboard_url"] = dashboard
+        if dashboard:
+            run.write()  # the link is on the dashboard now, not at the next heartbeat
+        if scheduler:
+            link = dashboard or "(none)"
+            control.announce(f"Dask scheduler {scheduler}, {found} workers, dashboard {link}")
+            configured = configured_api() is not None
+            warn_remote_without_api(scheduler, cluster.address, configured, control.announce)
+        else:
+            control.announce(f"{found} threads in this process")
+        with worker_events(scheduler, run.topic, run.instances_done, memory_limit):
+            try:
+                report = _batches(
+                    run,
+                    control,
+                    runner,
+                    max(1, found),
+                    batch_size,
+                    memory_limit,
+                    retries,
+                    scheduler,
+                )
+            except (KeyboardInterrupt, TerminationSignal):
+                _interrupted(run, control)  # before the cluster's teardown
+                raise
+    return {**report, **run.links(), "scheduler": scheduler}
+
+
+def _batches(
+    run,
+    control: Control,
+    runner,
+    workers: int,
+    batch_size: int | None,
+    memory_limit: int | None,
+    retries: int,
+    scheduler: str | None = None,
+) -> dict:
+    """Solve the jobs of `run` in batches on `runner` (a started Prefect task runner;
+    None when nothing is to solve), `workers` wide, while a `Watch` probes the Prefect
+    API and the Dask `scheduler`: one that stops answering for `LOST_SECONDS` ends the
+    run (state `failed`; the report's "stopped" names it). Returns the report without
+    "scheduler". The counts by status are the rows this run wrote in the catalog. A
+    batch that fails with an error no retry can fix (`faults.permanent`) stops the run
+    without waiting for the others. Raises KeyboardInterrupt on a stop request."""
+    logger = get_run_logger()
+    started = time.perf_counter()
+    run_id = run.run_id
+    plan, todo = run.plan, run.todo
     planner = Planner(todo, run_id, plan.name, workers, batch_size)
     logger.info(
         "run %s of sweep %s: %d instances planned, %d already in the catalog, %d to solve",
@@ -233,10 +399,16 @@ def sweep(
         run.batches = planner.planned
         progress.submitted(batch.number, len(batch.params))
         name = f"{batch.family}-batch-{batch.number:04d}"
-        future = task.with_options(task_run_name=name).submit(
-            batch, run.catalog_path, memory_limit, run.topic
+        own = task.with_options(
+            task_run_name=name, tags={f"family:{batch.family}", f"sweep:{plan.name}"}
         )
-        return batch, future
+        parameters = {
+            "batch": batch,
+            "catalog_path": run.catalog_path,
+            "memory_limit": memory_limit,
+            "topic": run.topic,
+        }
+        return batch, runner.submit(own, parameters)
 
     def on_result(batch: Batch, report: dict) -> None:
         nonlocal retried
@@ -244,15 +416,16 @@ def sweep(
         retried += report["attempt"] > 1
         run.counts.update(report["counts"])
         shot = progress.batch_done(batch.number, report["instances"], report["counts"])
+        n = report["instances"]
         logger.info(
-            "batch %d (%s, %d instances) committed as %s; %d/%d instances solved (%s)",
+            "batch %d (%s, %d %s) committed as %s; %d of %d instances done",
             batch.number,
             batch.family,
-            report["instances"],
+            n,
+            _instances(n),
             report["commit"],
             shot.done,
             len(todo),
-            dict(run.counts),
         )
 
     def on_failure(batch: Batch, exc: Exception) -> bool:
@@ -265,30 +438,23 @@ def sweep(
         logger.error("%s", failed[-1])
         return False
 
-    state = "failed"
-    try:
-        with Watch(scheduler, lost):
-            submit_all(submit_next, 2 * workers, on_result, on_failure, control)
-        done = sum(run.counts.values())
-        state = "finished" if done == len(todo) and not halted else "failed"
-    except (KeyboardInterrupt, TerminationSignal):  # nothing more is sent
-        state = "interrupted"
-        raise
-    finally:
-        unwritten = run.end(state)
-        if state == "interrupted":
-            control.on_stopped(state, None)
+    with Watch(scheduler, lost):  # a stop request raises: the flow ends the run
+        submit_all(submit_next, 2 * workers, on_result, on_failure, control)
+    done = sum(run.counts.values())
+    state = "finished" if done == len(todo) and not halted else "failed"
+    unwritten = run.end(state)
     if unwritten and not halted:
         halted.append(unwritten)
-    progress.finish(
+    progress.finish(  # only what outlives the run: no link to a closed LocalCluster
         {
             "catalog": run.catalog_path,
             "results page": f"`puzzlesweep dashboard --catalog {run.catalog_path}`",
-            "Dask dashboard": run.links()["dashboard"],
         }
     )
     solved = sum(run.counts.values())
-    logger.info("run %s %s: %d solved, %s", run_id, state, solved, dict(run.counts))
+    logger.info("run %s %s: %d %s solved", run_id, state, solved, _instances(solved))
+    for status, n in sorted(run.counts.items()):
+        logger.info("run %s: %d %s %s", run_id, n, _instances(n), status)
     return {
         "run_id": run_id,
         "sweep": plan.name,
@@ -304,149 +470,17 @@ def sweep(
     }
 
 
-def run_sweep(
-    spec_path: str,
-    catalog_path: str,
-    address: str | None = None,
-    workers: int = 2,
-    batch_size: int | None = None,
-    force: bool = False,
-    memory_limit: int | None = None,
-    retries: int = RETRIES,
-    dashboard_address: str | None = "127.0.0.1:8787",
-    announce: Callable[[str], None] | None = None,
-    connect_timeout: float = 10.0,
-    api: TemporaryAPI | None = None,
-    allow_concurrent: bool = False,
-    max_instances: int | None = None,
-    control: Control | None = None,
-) -> dict:
-    """Run the sweep of the spec at `spec_path` into `catalog_path` on Dask (the
-    scheduler at `address`, or a new `LocalCluster` of `workers` single-threaded worker
-    processes) under Prefect. Returns the flow's report plus "scheduler", "dashboard"
-    (URL or None) and "flow_run_url" (None without a configured Prefect server).
-
-    The run's row is written first (`run_record.start`: listed from its first seconds),
-    then the cluster and the Prefect API start (`cluster`), and the flow runs named
-    after the sweep and its start time, tagged `sweep:NAME` and `family:NAME` for each
-    family. `announce(line)` is called with the Dask dashboard's address once the
-    cluster is up and the flow run's URL once it starts. `api`: the temporary Prefect
-    API, when the caller started it early (it is stopped at the end). Raises BadInput for
-    a bad spec, a bad `address` or one that does not answer within `connect_timeout`
-    seconds, and when a run of the same sweep is alive in the catalog, unless
-    `allow_concurrent` (`max_instances` as in `spec.parse`). Raises RunStopped (one
-    line) when the run stopped at a batch that no retry could fix; the run's row then
-    counts what it wrote, counted again once the cluster is gone."""
-    from prefect import tags
-    from prefect_dask import DaskTaskRunner
-
-    control = control or Control()
-    if announce is not None:
-        control.announce = announce
-    say = control.announce
-    if address:  # a silent scheduler is bad input: refused before the run's row is written
-        connect(address, connect_timeout).close()
-    configured = configured_api() is not None
-    if not configured:
-        api = api or TemporaryAPI()  # starts while the cluster does; prefect_api stops it
-    with api or nullcontext():
-        try:
-            run = run_record.start(
-                spec_path, catalog_path, force, max_instances, allow_concurrent, batch_size, control
-            )
-            jobs = len(run.plan.jobs)
-            say(f"sweep {run.plan.name}: {jobs} instances from {spec_path} into {catalog_path}")
-            idle = not address and not run.todo
-            if idle:  # every instance is in the catalog: the run only records that
-                cluster = nullcontext((None, None, 1))
-            else:
-                cluster = dask_cluster(address, workers, dashboard_address, connect_timeout)
-            with cluster as (scheduler, dashboard, found):
-                run.manifest["dask_dashboard_url"] = dashboard
-                if dashboard:
-                    run.write()  # the link is on the dashboard now, not at the next heartbeat
-                if scheduler:
-                    link = dashboard or "(none)"
-                    say(f"Dask scheduler {scheduler}, {found} workers, dashboard {link}")
-                    warn_remote_without_api(scheduler, address, configured, say)
-                else:
-                    say("nothing to solve: every instance has its result in the catalog")
-                families = sorted({job.instance.family for job in run.plan.jobs})
-                with (  # the workers' events end, and their logs are sent, before the API
-                    prefect_api(api),
-                    worker_events(scheduler, run.topic, run.instances_done, memory_limit),
-                    tags(f"sweep:{run.plan.name}", *(f"family:{f}" for f in families)),
-                ):
-                    flow = sweep.with_options(
-                        task_runner=DaskTaskRunner(address=scheduler) if scheduler else None,
-                        flow_run_name=f"{run.plan.name} {datetime.now():%Y-%m-%d %H:%M:%S}",
-                    )
-                    report = flow(
-                        str(Path(spec_path).resolve()) if "://" not in spec_path else spec_path,
-                        run.catalog_path,
-                        run.run_id,
-                        batch_size=batch_size,
-                        workers=max(1, found),
-                        memory_limit=memory_limit,
-                        retries=retries,
-                        scheduler=scheduler,
-                        links=configured,
-                        control=control,
-                    )
-        except KeyboardInterrupt:
-            if control.record is not None:
-                control.record.end("interrupted")
-            raise
-        except BaseException:
-            if control.record is not None:
-                control.record.end("failed")
-            raise
-    if report.get("stopped"):
-        try:
-            run_record.settle(run.catalog_path, report["run_id"])
-        except Exception:  # noqa: BLE001 (the catalog that stopped the run may refuse this too)
-            pass
-        raise RunStopped(
-            f"run {report['run_id']} stopped at the first batch that cannot succeed: "
-            f"{report['stopped']}; the instances written before are kept"
-        )
-    return {**report, **run.links(), "scheduler": scheduler}
-
-
-@flow(name="scheduled-sweep")
-def scheduled_sweep(
-    spec_path: str,
-    catalog_path: str = "results",
-    address: str | None = None,
-    workers: int = 2,
-    batch_size: int | None = None,
-    memory_limit: int | None = None,
-    retries: int = RETRIES,
-) -> dict:
-    """The flow that deployments run (deploy/prefect.yaml): the sweep of `spec_path`
-    into `catalog_path` (paths relative to the deployment's working directory) on the
-    Dask scheduler at `address`, or on a LocalCluster of `workers` processes when it is
-    None. Runs `sweep` as a subflow; returns its report. Raises RuntimeError when a batch
-    failed every attempt, so the run is marked Failed."""
-    logger = get_run_logger()
-    report = run_sweep(
-        spec_path,
-        catalog_path,
-        address,
-        workers,
-        batch_size,
-        memory_limit=memory_limit,
-        retries=retries,
-        dashboard_address=None if address else "127.0.0.1:0",
-        announce=logger.info,
-    )
-    logger.info(
-        "run %s: %d solved, %d skipped, %s",
-        report["run_id"],
-        report["solved"],
-        report["skipped"],
-        report["counts"],
-    )
-    if report["failed"]:
-        raise RuntimeError(f"{len(report['failed'])} batches failed: {report['failed']}")
-    return report
+def run_sweep(spec: SpecSource, catalog: str = "results", api=None, **options: Any) -> dict:
+    """Run the `sweep` flow in this process and return its report (`sweep`'s keyword
+    `options`). Without a configured Prefect API (`PREFECT_API_URL`), a temporary one
+    (`api`, when the caller started it early, else a new one) serves the run and stops
+    after it. Raises as `sweep` does; KeyboardInterrupt when the run was interrupted.
+    A run that ends Failed (instances in error, batches failed) returns its report."""
+    control = options.setdefault("control", Control())
+    with prefect_api(api):
+        state = sweep(spec, catalog, return_state=True, **options)
+    if state.is_cancelled():
+        raise KeyboardInterrupt
+    if state.is_failed() and control.report is not None:
+        return control.report
+    return state.result()

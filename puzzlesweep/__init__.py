@@ -26,3 +26,18 @@ def set_quiet_defaults() -> None:
     the test suite call it before Prefect or Dask is imported)."""
     for name, value in QUIET_DEFAULTS.items():
         os.environ.setdefault(name, value)
+
+
+def sweep(spec, catalog: str = "results", **options):
+    """Run a sweep in this process and return its report (a dict: "run_id", "sweep",
+    "planned", "skipped", "solved", "counts" by status, "batches", "failed", ...), as
+    `puzzlesweep run` does: `spec` is a path, a URL, inline TOML text or the TOML
+    document as a dict; `catalog` the catalog's directory or URL; `options` those of
+    the `puzzlesweep.flows.sweep.sweep` flow (`backend="threads"` for a notebook,
+    `workers`, `address`, `batch_size`, `memory_limit`, ...). Read the rows with
+    `puzzlesweep.catalog.query`. Raises puzzlesweep.core.BadInput for a bad spec or
+    options, KeyboardInterrupt when the run was interrupted."""
+    set_quiet_defaults()
+    from puzzlesweep.flows.sweep import run_sweep
+
+    return run_sweep(spec, catalog, **options)

@@ -93,7 +93,7 @@ def test_sweep_survives_a_killed_worker(prefect_api, cluster, tmp_path):
 
     def sweep() -> None:
         try:
-            outcome["report"] = run_sweep(str(spec), str(results), address, batch_size=2)
+            outcome["report"] = run_sweep(str(spec), str(results), address=address, batch_size=2)
         except BaseException as exc:  # noqa: BLE001 (reported by the main thread)
             outcome["error"] = exc
 

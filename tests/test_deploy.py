@@ -94,14 +94,14 @@ def test_prefect_yaml_deployments_load_their_flow_and_run_their_pull_step(tmp_pa
     assert {d["name"] for d in config["deployments"]} == {"seeds-nightly", "seeds-on-cluster"}
     for deployment in config["deployments"]:
         flow = load_flow_from_entrypoint(deployment["entrypoint"], use_placeholder_flow=False)
-        assert isinstance(flow, Flow) and flow.name == "scheduled-sweep"
+        assert isinstance(flow, Flow) and flow.name == "sweep"
         # The flow's own validation: unknown or mistyped parameters raise here.
         accepted = set(flow.parameters.properties)
         assert set(deployment["parameters"]) <= accepted, deployment["name"]
         validated = flow.validate_parameters(deployment["parameters"])
-        assert {"spec_path", "catalog_path", "address"} <= set(validated)
+        assert {"spec", "catalog"} <= set(validated)
         # The spec it names loads as a sweep (relative to the checkout, $PUZZLESWEEP_HOME).
-        sweep = spec.load(ROOT / validated["spec_path"])
+        sweep = spec.load(ROOT / validated["spec"])
         assert sweep.name
         assert deployment["work_pool"]["name"] == POOL
         (schedule,) = deployment["schedules"]

@@ -169,23 +169,23 @@ def test_scheduled_deployment_runs_on_a_process_worker(prefect_server, tmp_path)
     done = prefect(
         "deployment",
         "inspect",
-        "scheduled-sweep/seeds-nightly",
+        "sweep/seeds-nightly",
         "--output",
         "json",
         env=env,
     )
     deployment = json.loads(done.stdout)
     assert [s["schedule"]["cron"] for s in deployment["schedules"]] == ["0 2 * * *"]
-    assert deployment["entrypoint"] == "puzzlesweep.flows.sweep:scheduled_sweep"
+    assert deployment["entrypoint"] == "puzzlesweep.flows.sweep:sweep"
 
     done = prefect(
         "deployment",
         "run",
-        "scheduled-sweep/seeds-nightly",
+        "sweep/seeds-nightly",
         "--param",
-        f"spec_path={spec}",
+        f"spec={spec}",
         "--param",
-        f"catalog_path={results}",
+        f"catalog={results}",
         env=env,
     )
     flow_run = re.search(r"UUID:\s*([0-9a-f-]{36})", done.stdout)
@@ -209,6 +209,29 @@ def test_scheduled_deployment_runs_on_a_process_worker(prefect_server, tmp_path)
     wait_for(f"the flow run to finish\n{processes.log('worker')}", lambda: state() in final, 240)
     assert state() == "COMPLETED", processes.log("worker")
     processes.stop("worker")
+    # One flow run, named after the sweep and tagged with it, on its deployment: the
+    # sweep is no subflow of a wrapper.
+    api = env["PREFECT_API_URL"]
+    with urllib.request.urlopen(f"{api}/flow_runs/{flow_run[1]}", timeout=10) as answer:
+        run = json.load(answer)
+    assert run["name"].startswith("deployed ") and run["deployment_id"], run
+    assert {"sweep:deployed", "family:domination"} <= set(run["tags"]), run["tags"]
+    request = urllib.request.Request(
+        f"{api}/flow_runs/filter",
+        data=json.dumps({"flow_runs": {"parent_task_run_id": {"is_null_": False}}}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert json.load(answer) == []  # no subflow
+    request = urllib.request.Request(
+        f"{api}/task_runs/filter",
+        data=json.dumps({"flow_runs": {"id": {"any_": [flow_run[1]]}}}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        task_runs = json.load(answer)
+    assert task_runs and all(t["state_type"] == "COMPLETED" for t in task_runs), task_runs
+    assert all(set(t["tags"]) == {"sweep:deployed", "family:domination"} for t in task_runs)
 
     _, rows = catalog.query(
         results,

@@ -190,12 +190,9 @@ def test_a_transient_batch_failure_is_retried_and_counted(prefect_api, tmp_path,
     # disk or a denied write is not retried, see test_faults.py); Prefect retries that
     # batch, the report and the task run's run_count show it, nothing is doubled.
     from deltalake.exceptions import CommitFailedError
-    from prefect.task_runners import ThreadPoolTaskRunner
 
     from puzzlesweep import catalog
-    from puzzlesweep.flows import run_record
-    from puzzlesweep.flows import sweep as flows
-    from puzzlesweep.flows.control import Control
+    from puzzlesweep.flows.sweep import run_sweep
 
     real, calls = catalog.write_batch, []
 
@@ -209,12 +206,7 @@ def test_a_transient_batch_failure_is_retried_and_counted(prefect_api, tmp_path,
     spec = tmp_path / "retry.toml"
     spec.write_text(RETRY_SPEC)
     results = tmp_path / "results"
-    control = Control()
-    run = run_record.start(str(spec), str(results), batch_size=2, control=control)
-    state = flows.sweep.with_options(task_runner=ThreadPoolTaskRunner(max_workers=2))(
-        str(spec), run.catalog_path, run.run_id, batch_size=2, control=control, return_state=True
-    )
-    report = state.result()
+    report = run_sweep(str(spec), str(results), backend="threads", workers=2, batch_size=2)
     assert (report["solved"], report["retried"], report["failed"]) == (4, 1, [])
     assert len(calls) == 3  # two batches, one of them twice
     _, rows = catalog.query(results, "SELECT count(*), count(DISTINCT instance_key) FROM results")
@@ -225,8 +217,6 @@ def test_a_transient_batch_failure_is_retried_and_counted(prefect_api, tmp_path,
 
     with get_client(sync_client=True) as client:
         runs = client.read_task_runs(
-            flow_run_filter=FlowRunFilter(
-                id=FlowRunFilterId(any_=[state.state_details.flow_run_id])
-            )
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[report["flow_run_id"]]))
         )
     assert sorted(run.run_count for run in runs) == [1, 2]

@@ -30,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from dask_jobqueue import SLURMCluster
 
+    from puzzlesweep.flows.control import Control
     from puzzlesweep.flows.sweep import run_sweep
 
     cluster = SLURMCluster(
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             args.spec,
             args.catalog,
             address=cluster.scheduler_address,
-            announce=print,
+            control=Control(announce=print),
         )
     finally:
         cluster.close()

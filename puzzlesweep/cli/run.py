@@ -70,6 +70,13 @@ def run(
             min=1, help="Refuse a spec of more instances [default: its max_instances, or 20000]"
         ),
     ] = None,
+    backend: Annotated[
+        str,
+        typer.Option(
+            help="dask: a LocalCluster of --workers processes, or --address; threads: "
+            "threads of this process (notebooks, quick runs)"
+        ),
+    ] = "dask",
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -83,16 +90,14 @@ def run(
     Prints the Dask dashboard's address and, when PREFECT_API_URL names a Prefect
     server, the flow run's URL, on stderr as soon as they are known. Refuses (exit 2)
     while another run of the same sweep is alive in the catalog."""
+    from puzzlesweep.flows.cluster import Cluster
     from puzzlesweep.flows.spec import load
 
     catalog_path = location or catalog.default_catalog()
     if dry_run:
         return _dry_run(spec, catalog_path, force, max_instances, workers or CORES)
     try:
-        refuse_together(
-            {"--address": address, "--workers": workers},
-            "--workers sizes a local cluster, and --address uses a cluster already started",
-        )
+        Cluster.of(backend=backend, address=address, workers=workers)
         check_workers(workers)
         memory = parse_memory(memory_limit)
         check_dashboard_address(dashboard_address, bind=not address)
@@ -119,15 +124,16 @@ def run(
             report = run_sweep(
                 spec,
                 catalog_path,
-                address,
-                workers or CORES,
-                batch_size,
-                force,
+                api=api,
+                backend=backend,
+                address=address,
+                workers=None if address else (workers or CORES),
+                batch_size=batch_size,
+                force=force,
                 memory_limit=memory,
                 retries=retries,
                 dashboard_address=dashboard_address,
                 connect_timeout=connect_timeout,
-                api=api,
                 allow_concurrent=allow_concurrent,
                 max_instances=max_instances,
                 control=control,
