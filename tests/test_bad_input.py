@@ -220,7 +220,8 @@ def test_solve_json_prints_the_error_row_when_its_solver_process_dies(tmp_path):
 
 
 def test_solve_json_prints_the_row_of_a_solver_process_killed_past_its_time_limit(tmp_path):
-    # Building this model outlasts the time limit and its grace, so the child is killed.
+    # Building this model outlasts the time limit: the child notices it between two parts
+    # of the model, or (past the grace) is killed; which comes first depends on the load.
     code, seconds, peak, output = measured(
         tmp_path,
         "solve",
@@ -236,7 +237,7 @@ def test_solve_json_prints_the_row_of_a_solver_process_killed_past_its_time_limi
     row = json.loads(output.splitlines()[0])
     assert row["status"] == "time_limit" and row["instance_key"] and row["solution"] is None
     assert row["params"]["counts"] == [500000, 500000]
-    assert "stopped: killed after" in output, output
+    assert "stopped: killed after" in output or "while the model was built" in output, output
 
 
 def test_spec_files_are_read_with_a_bound(tmp_path):
