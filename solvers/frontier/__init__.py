@@ -71,7 +71,7 @@ import numpy as np
 
 from .. import Limits, SolverResult, relative_gap
 from .depth_first import solvable
-from .kernels import rehash
+from .kernels import dfs, expand, rehash
 from .layers import Budget, Stop
 from .moves import count_moves, min_moves
 from .problem import MEMORY, LayeredProblem, invariants, merson_regions, position_class
@@ -97,25 +97,35 @@ VERSION = "puzzlesweep-frontier-2"
 log = logging.getLogger(__name__)
 
 
-_WARM: list[float] = []  # the seconds the first warm-up took, once per process
+#: Seconds each warm-up question may take: compiling on a cold cache takes about half a
+#: minute, longer on a loaded machine; a warm-up stopped at this limit is no error.
+WARM_SECONDS = 600.0
 
 
 def warm() -> float:
-    """Load (or, on a new machine, compile) every kernel once per process, on a line of
-    five cells; returns the seconds it took (0 after the first call)."""
-    if _WARM:
+    """Load (or, on a new machine, compile) the kernels once per process by asking every
+    question on a line of five cells; returns the seconds it took, 0 when this process
+    holds them already (numba's dispatchers know their compiled signatures: no state of
+    ours). Its answers are not used: whether the min_moves dive finds its incumbent
+    within its share of the time (not while a cold cache compiles) changes nothing."""
+    if all(kernel.signatures for kernel in (expand, dfs, rehash)):
         return 0.0
     started = time.perf_counter()
     rules = np.array([(0, 1, 2), (1, 2, 3), (2, 3, 4), (2, 1, 0), (3, 2, 1), (4, 3, 2)])
     group = np.array([[0, 1, 2, 3, 4]])
     quiet, log.disabled = log.disabled, True
-    for question in ("min_moves", "solve", "reachable"):
-        tiny = LayeredProblem(5, rules, group, (0b01011,), (1 << 4,), question)
-        _QUESTIONS[question](tiny, Budget(Limits(60), MEMORY), SolverResult(status="error"))
-    log.disabled = quiet
+    try:
+        for question in ("min_moves", "solve", "reachable"):
+            tiny = LayeredProblem(5, rules, group, (0b01011,), (1 << 4,), question)
+            try:
+                budget = Budget(Limits(WARM_SECONDS), MEMORY)
+                _QUESTIONS[question](tiny, budget, SolverResult(status="error"))
+            except Stop:  # compiling outlasted the limit: what was compiled stays loaded
+                pass
+    finally:
+        log.disabled = quiet
     rehash(np.zeros(4, np.uint64), np.zeros(8, np.uint64))
-    _WARM.append(time.perf_counter() - started)
-    return _WARM[0]
+    return time.perf_counter() - started
 
 
 _QUESTIONS = {"min_moves": min_moves, "solve": solvable, "reachable": reachable}

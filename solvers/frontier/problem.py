@@ -9,6 +9,8 @@ the rules (`invariants`, G. I. Bell's position classes).
 """
 
 from dataclasses import dataclass, field
+from functools import reduce
+from operator import or_
 from typing import Literal
 
 import numpy as np
@@ -150,8 +152,8 @@ def prune_table(problem: LayeredProblem, kind: int) -> np.ndarray:
     name = f"prune{kind}"
     if name not in problem.tables:
         singles, pairs = merson_regions(problem.rules, problem.size)
-        cells = singles | sum(pairs)
-        paired = sum(pairs)
+        paired = reduce(or_, pairs, 0)  # the union: pairs share cells (T_5 and larger)
+        cells = singles | paired
         if kind == 1:
             less = max(
                 (g & singles).bit_count() + (g & paired).bit_count() // 2 for g in problem.goals
