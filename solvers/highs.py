@@ -66,6 +66,23 @@ def solve(model: MipModel, limits: Limits) -> SolverResult:
     status error with a message naming it.
     """
     h = highspy.Highs()
+    refused = _set_options(h, model, limits)
+    if refused is not None:
+        return SolverResult("error", message=refused, solver="highs", solver_version=VERSION)
+    started = time.perf_counter()
+    h.passModel(_lp(model))
+    if model.start is not None:
+        sol = highspy.HighsSolution()
+        sol.col_value = list(map(float, model.start))
+        h.setSolution(sol)
+    h.run()
+    return _result(h, model, time.perf_counter() - started)
+
+
+def _set_options(h: highspy.Highs, model: MipModel, limits: Limits) -> str | None:
+    """Set `limits` and `model.options` on `h`; silent, single-threaded as asked, and
+    solved to a zero gap. Returns a message naming the first option HiGHS refuses (or
+    one naming threads or time_limit, which only `limits` sets), else None."""
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", limits.threads)
     h.setOptionValue("time_limit", float(limits.time_limit))
@@ -74,8 +91,13 @@ def solve(model: MipModel, limits: Limits) -> SolverResult:
         h.setOptionValue("mip_max_nodes", int(limits.node_limit))
     for name, value in model.options.items():
         if name in ("threads", "time_limit") or h.setOptionValue(name, value) != _OK:
-            message = f"HiGHS option {name}={value!r} refused"
-            return SolverResult("error", message=message, solver="highs", solver_version=VERSION)
+            return f"HiGHS option {name}={value!r} refused"
+    return None
+
+
+def _lp(model: MipModel) -> highspy.HighsLp:
+    """`model` as a HiGHS LP with a row-wise matrix (the shape `MipModel` keeps) and
+    the integrality of each column."""
     lp = highspy.HighsLp()
     lp.num_col_ = model.num_cols
     lp.num_row_ = model.num_rows
@@ -93,21 +115,18 @@ def solve(model: MipModel, limits: Limits) -> SolverResult:
         highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
         for i in model.integral
     ]
-    started = time.perf_counter()
-    h.passModel(lp)
-    if model.start is not None:
-        sol = highspy.HighsSolution()
-        sol.col_value = list(map(float, model.start))
-        h.setSolution(sol)
-    h.run()
-    seconds = time.perf_counter() - started
+    return lp
+
+
+def _result(h: highspy.Highs, model: MipModel, seconds: float) -> SolverResult:
+    """What the run of `h` found: status, incumbent (only if HiGHS calls it feasible),
+    dual bound, gap and nodes, rounded as `mip.reported_values` does."""
     model_status = h.getModelStatus()
     info = h.getInfo()
     status = _STATUS.get(model_status, "error")
     has_incumbent = info.primal_solution_status == 2  # kSolutionStatusFeasible
     objective = finite(info.objective_function_value) if has_incumbent else None
     objective, bound = reported_values(model, status, objective, finite(info.mip_dual_bound))
-    solution = list(h.getSolution().col_value) if has_incumbent else None
     message = (
         None if status != "error" else f"HiGHS model status {h.modelStatusToString(model_status)}"
     )
@@ -118,7 +137,7 @@ def solve(model: MipModel, limits: Limits) -> SolverResult:
         gap=relative_gap(objective, bound),
         nodes=int(info.mip_node_count) if info.mip_node_count >= 0 else 0,
         seconds=seconds,
-        solution=solution,
+        solution=list(h.getSolution().col_value) if has_incumbent else None,
         message=message,
         solver="highs",
         solver_version=VERSION,

@@ -59,11 +59,29 @@ def solve(
     (`flows.isolate.Child`): under `--memory-limit`, and killed when it runs
     `SOLVE_GRACE` seconds past `--time-limit`, which counts from the start of building
     the model. A limit that cuts it is shown as the status and a one-line reason."""
+    module, instance, chosen, limits, memory = _checked(
+        family, params, solver, count, time_limit, node_limit, picture, memory_limit
+    )
+    row = _solve_in_child(instance, chosen, limits, count, memory)
+    if picture is not None:
+        _draw(module, instance.params, row["solution"], picture)
+    if as_json:
+        _print_json(module, instance, row, count)
+    else:
+        _print_text(module, instance, row, count)
+    if row["status"] == "error" or row["verified"] is False:
+        raise typer.Exit(1)
+
+
+def _checked(family, params, solver, count, time_limit, node_limit, picture, memory_limit):
+    """Validate `solve`'s arguments before any process starts.
+
+    Returns `(module, instance, solver, limits, memory bytes)`; any bad value exits 2
+    with one line naming the family and the option, so nothing is solved or drawn."""
     from puzzlesweep import puzzles
     from puzzlesweep.core import make_params
-    from puzzlesweep.flows.isolate import Child, Interrupted
     from puzzlesweep.puzzles import Instance
-    from puzzlesweep.solve import check_count, check_solver, empty_row
+    from puzzlesweep.solve import check_count, check_solver
     from puzzlesweep.solvers import Limits
 
     try:
@@ -80,9 +98,20 @@ def solve(
         memory = parse_memory(memory_limit)
     except (BadInput, ValueError) as exc:
         raise fail(f"{family}: {exc}") from None
+    return module, instance, chosen, limits, memory
+
+
+def _solve_in_child(instance, chosen: str, limits, count: bool, memory) -> dict:
+    """Solve `instance` in a `flows.isolate.Child` under `memory` and the limits.
+
+    Returns the result row; a killed or crashed child answers only some fields, so the
+    rest keep `empty_row`'s values. Ctrl-C exits 130 with nothing solved."""
+    from puzzlesweep.flows.isolate import Child, Interrupted
+    from puzzlesweep.solve import empty_row
+
     child = Child(memory, grace=SOLVE_GRACE)
     request = {
-        "family": family,
+        "family": instance.family,
         "params": instance.params.model_dump(),
         "solver": chosen,
         "time_limit": limits.time_limit,
@@ -90,50 +119,54 @@ def solve(
         "count": count,
     }
     try:
-        # a killed or crashed child answers only some fields: the rest stay empty
-        row = {**empty_row(instance, chosen, limits), **child.solve(request)}
+        return {**empty_row(instance, chosen, limits), **child.solve(request)}
     except (KeyboardInterrupt, Interrupted):
         raise fail("interrupted: nothing solved", 130) from None
     finally:
         child.close()
-    if picture is not None:
-        _draw(module, instance.params, row["solution"], picture)
-    if as_json:
-        keys = ["family", "params", "instance_key", "solver", "status", "objective", "bound"]
-        keys += ["verified", "solve_seconds", "solution"]
-        keys += ["solutions", "inequivalent"] if count else []
-        shown = {k: row[k] for k in keys}
-        if row["solution"] is not None and hasattr(module, "details"):
-            shown.update(module.details(instance.params, module.decode(row["solution"])))
-        print(json.dumps(shown))
-        if row["error"]:  # the object's keys are fixed (DESIGN.md): the reason goes aside
-            why = "error" if row["status"] == "error" else "stopped"
-            err.print(f"{why}: {row['error']}", highlight=False, markup=False)
-    else:
-        shown = " ".join(f"{k}={cell_text(v)}" for k, v in row["params"].items())
-        out.print(f"{family} {shown}", highlight=False)
+
+
+def _print_json(module, instance, row: dict, count: bool) -> None:
+    """Print `row` as the one JSON object of DESIGN.md (plus the family's `details`).
+
+    The object's keys are fixed, so a stop or error reason goes to stderr."""
+    keys = ["family", "params", "instance_key", "solver", "status", "objective", "bound"]
+    keys += ["verified", "solve_seconds", "solution"]
+    keys += ["solutions", "inequivalent"] if count else []
+    shown = {k: row[k] for k in keys}
+    if row["solution"] is not None and hasattr(module, "details"):
+        shown.update(module.details(instance.params, module.decode(row["solution"])))
+    print(json.dumps(shown))
+    if row["error"]:
+        err.print(f"{_why(row)}: {row['error']}", highlight=False, markup=False)
+
+
+def _print_text(module, instance, row: dict, count: bool) -> None:
+    """Print `row` for a reader: parameters, figures, the reason of a stop and the board."""
+    shown = " ".join(f"{k}={cell_text(v)}" for k, v in row["params"].items())
+    out.print(f"{instance.family} {shown}", highlight=False)
+    out.print(
+        f"status {row['status']}  objective {cell_text(row['objective'])}  "
+        f"bound {cell_text(row['bound'])}  verified {cell_text(row['verified'])}  "
+        f"{row['solve_seconds']:.2f} s  {cell_text(row['nodes'])} nodes  "
+        f"solver {row['solver']}",
+        highlight=False,
+    )
+    if count:
         out.print(
-            f"status {row['status']}  objective {cell_text(row['objective'])}  "
-            f"bound {cell_text(row['bound'])}  verified {cell_text(row['verified'])}  "
-            f"{row['solve_seconds']:.2f} s  {cell_text(row['nodes'])} nodes  "
-            f"solver {row['solver']}",
+            f"optimal solutions {cell_text(row['solutions'])}  "
+            f"inequivalent {cell_text(row['inequivalent'])}",
             highlight=False,
         )
-        if count:
-            out.print(
-                f"optimal solutions {cell_text(row['solutions'])}  "
-                f"inequivalent {cell_text(row['inequivalent'])}",
-                highlight=False,
-            )
-        if row["error"]:
-            why = "error" if row["status"] == "error" else "stopped"
-            out.print(f"{why}: {row['error']}", highlight=False, markup=False)
-        if row["solution"] is not None:
-            out.print(
-                module.render(instance.params, module.decode(row["solution"])), highlight=False
-            )
-    if row["status"] == "error" or row["verified"] is False:
-        raise typer.Exit(1)
+    if row["error"]:
+        out.print(f"{_why(row)}: {row['error']}", highlight=False, markup=False)
+    if row["solution"] is not None:
+        out.print(module.render(instance.params, module.decode(row["solution"])), highlight=False)
+
+
+def _why(row: dict) -> str:
+    """'error' for a row in error, 'stopped' for one a limit cut: the word before its reason."""
+    return "error" if row["status"] == "error" else "stopped"
 
 
 def _draw(module, params, solution: str | None, path: str) -> None:
