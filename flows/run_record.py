@@ -49,12 +49,18 @@ class RunRecord:
             self.on_instances(number, instances)
 
     def row(self) -> dict[str, Any]:
-        """The run's `runs` row as it stands (state `running`)."""
+        """The run's `runs` row as it stands (state `running`), with the estimate of the
+        seconds left that its terminal shows (`progress.current()`)."""
+        from puzzlesweep.flows.progress import current
+
+        standing = current()
+        mine = standing is not None and standing.run_id == self.run_id
         return {
             **self.manifest,
             **status_counts(self.counts),
             "solved": sum(self.counts.values()),
             "batches": self.batches,
+            "seconds_left": standing.seconds_left if mine else None,
         }
 
     def links(self) -> dict[str, str | None]:
@@ -81,7 +87,7 @@ class RunRecord:
         self.ended = state
         if self.heartbeat is not None:
             self.heartbeat.__exit__(None, None, None)
-        ended = {"state": state, "finished_at": datetime.now(UTC)}
+        ended = {"state": state, "finished_at": datetime.now(UTC), "seconds_left": None}
         catalog.write_run(
             self.catalog_path, {**self.row(), **written(self.catalog_path, self.run_id), **ended}
         )
