@@ -93,6 +93,9 @@ RUN_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("force", pa.bool_()),
     ("flow_run_url", pa.string()),
     ("dask_dashboard_url", pa.string()),
+    # the run's estimate of the seconds left at `heartbeat_at` (the one its terminal
+    # shows, flows/progress.py), so the dashboard shows the same; null without one
+    ("seconds_left", pa.float64()),
     ("puzzlesweep_version", pa.string()),
     ("highs_version", pa.string()),
     ("prefect_version", pa.string()),

@@ -55,6 +55,7 @@ class RunRecord:
     topic: str | None = None
     ended: str | None = None
     on_instances: Callable[[int, int], None] | None = None
+    control: Control | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _beating: threading.Event = field(default_factory=threading.Event, repr=False)
     _claimed: bool = False
@@ -65,12 +66,16 @@ class RunRecord:
             self.on_instances(number, instances)
 
     def row(self) -> dict[str, Any]:
-        """The run's `runs` row as it stands (state `running`)."""
+        """The run's `runs` row as it stands (state `running`), with the estimate of the
+        seconds left that its terminal shows (the `Standing` of its `control`)."""
+        standing = self.control.standing() if self.control is not None else None
+        mine = standing is not None and standing.run_id == self.run_id
         return {
             **self.manifest,
             **status_counts(self.counts),
             "solved": sum(self.counts.values()),
             "batches": self.batches,
+            "seconds_left": standing.seconds_left if mine else None,
         }
 
     def links(self) -> dict[str, str | None]:
@@ -121,7 +126,7 @@ class RunRecord:
                 return None
             self.ended = state
             self._beating.set()
-            ended = {"state": state, "finished_at": datetime.now(UTC)}
+            ended = {"state": state, "finished_at": datetime.now(UTC), "seconds_left": None}
             try:
                 counts = written(self.catalog_path, self.run_id)
                 catalog.write_run(self.catalog_path, {**self.row(), **counts, **ended})
@@ -166,7 +171,9 @@ def start(
         "batch_size": batch_size,  # None: sized as the run goes (flows/batches.py)
         "force": force,
     }
-    record = RunRecord(run_id, catalog_path, plan, todo, manifest, topic=f"progress-{run_id}")
+    record = RunRecord(
+        run_id, catalog_path, plan, todo, manifest, topic=f"progress-{run_id}", control=control
+    )
     if control is not None:
         control.record = record
     record.claim(allow_concurrent)

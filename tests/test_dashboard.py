@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -355,4 +356,170 @@ def test_page_links_prefect_and_dask_only_where_they_exist_and_names_its_axes(tm
         "piece=knight variant=dominating",
     ]
     assert 'data-field="x-label">rows<' in dom and "incumbent" in dom
-    assert re.search(r'data-field="instances">8<.*?data-field="classes">8<', dom)
+    assert re.search(r'data-field="counts">8 instances in 8 classes<', dom)
+
+
+def _solved(family: str, raw: dict, solver: str, run_id: str, limit: float = 10) -> dict:
+    """The catalog row of one real solve of `family` with parameters `raw`."""
+    from puzzlesweep import puzzles
+    from puzzlesweep.core import make_params
+    from puzzlesweep.puzzles import Instance
+    from puzzlesweep.solve import solve_instance
+    from puzzlesweep.solvers import Limits
+
+    instance = Instance(family, make_params(puzzles.get(family).Params, raw))
+    row = solve_instance(instance, solver, Limits(limit))
+    row.update(run_id=run_id, sweep="s", puzzlesweep_version="t", schema_version=4)
+    return row
+
+
+def _write_rows(location: Path, rows: list[dict]) -> None:
+    from puzzlesweep import puzzles
+
+    by_family: dict[str, list[dict]] = {}
+    for row in rows:
+        by_family.setdefault(row["family"], []).append(row)
+    catalog.prepare(location, {puzzles.get(family).Params for family in by_family})
+    for number, (family, batch) in enumerate(sorted(by_family.items())):
+        catalog.write_batch(location, puzzles.get(family).Params, batch, f"r-{number:05d}")
+
+
+# Measures the layout of a rendered page in Chromium itself: which cards, tables and
+# cells show less than their content (a clipped column such as "secon…"), written into
+# the page for --dump-dom to read.
+MEASURE = """<script>
+const clipped = [];
+for (const el of document.querySelectorAll(".card, table, th, td")) {
+  if (el.scrollWidth > el.clientWidth + 1)
+    clipped.push(el.tagName + ":" + el.textContent.slice(0, 40));
+}
+if (document.documentElement.scrollWidth > window.innerWidth) clipped.push("page");
+document.body.setAttribute("data-clipped", JSON.stringify(clipped));
+</script>"""
+
+
+def test_page_names_failures_in_words_counts_in_the_singular_spreads_one_x_and_cuts_nothing(
+    tmp_path,
+):
+    from datetime import timedelta
+
+    from puzzlesweep.core import make_params
+    from puzzlesweep.puzzles import Instance, domination
+    from puzzlesweep.solve import empty_row
+    from puzzlesweep.solvers import Limits
+
+    rows = [
+        # one instance: "1 instance in 1 class"
+        _solved("no_k_in_row", {"dims": [6, 7, 6], "k": 5}, "highs", "r", limit=1),
+        # every board 4x4, the pieces are series: one x value for all three points
+        *[
+            _solved(
+                "domination", {"piece": p, "rows": 4, "cols": 4, "variant": "total"}, "highs", "r"
+            )
+            for p in ("king", "queen", "rook")
+        ],
+        # T_4 from holes 2, 3, 4: one side, the start holes spread the plot
+        *[_solved("peg_solitaire", {"side": 4, "start": s}, "frontier", "r") for s in (2, 3, 4)],
+    ]
+    raw = {"piece": "bishop", "rows": 4, "cols": 4, "variant": "total"}
+    failed = Instance("domination", make_params(domination.Params, raw))
+    message = "the solver process was killed by SIGKILL (peak memory 300 MiB)"
+    rows.append(
+        {**empty_row(failed, "highs", Limits(10)), "error": message, "run_id": "r", "sweep": "s"}
+        | {"finished_at": datetime.now(UTC), "puzzlesweep_version": "t", "schema_version": 4}
+    )
+    _write_rows(tmp_path, rows)
+    # the run's own estimate, written by its heartbeat 30 s ago: 700 s left then
+    beat = datetime.now(UTC) - timedelta(seconds=30)
+    run = {"run_id": "r", "sweep": "s", "state": "running", "planned": 30, "skipped": 0}
+    catalog.write_run(
+        tmp_path, {**run, "started_at": beat, "heartbeat_at": beat, "seconds_left": 700.0}
+    )
+
+    before = datetime.now(UTC)
+    (shown,) = state(tmp_path)["runs"]
+    after = datetime.now(UTC)
+    assert round(700 - (after - beat).total_seconds()) <= shown["seconds_left"]
+    assert shown["seconds_left"] <= round(700 - (before - beat).total_seconds())
+    assert shown["estimated_at"] == beat.isoformat(timespec="seconds")
+    families = {f["family"]: f for f in state(tmp_path)["families"]}
+    assert families["peg_solitaire"]["x_label"] == "start (side = 4)"
+    pegs = [p["x"] for s in families["peg_solitaire"]["series"] for p in s["points"]]
+    assert sorted(pegs) == [2, 3, 4]
+
+    server, url = serve_in_thread(tmp_path)
+    try:
+        dom = chromium("--virtual-time-budget=4000", "--window-size=1400,1300", "--dump-dom", url)
+    finally:
+        server.shutdown()
+    page = dom.split("<script>")[0]
+    text = re.sub(r"<[^>]+>", "", page)
+    # failures by family and parameters in words, the hash only in the tooltip
+    assert re.findall(r'data-field="params"[^>]*>([^<]*)<', page) == [
+        "piece=bishop rows=4 cols=4 variant=total"
+    ]
+    assert failed.key not in text and message in text
+    # counts in the singular where they are one
+    assert "1 instance in 1 class" in text and "4 instances in 4 classes" in text
+    assert "1 instances" not in text and "1 classes" not in text
+    # the time left: the run's estimate less the time since its heartbeat (11 min)
+    assert re.search(r'data-field="left"[^>]*>11 min<', page), page
+    # three 4x4 boards: side by side, not on one vertical line
+    plot = re.search(r'data-plot="domination".*?</svg>', page, re.S)[0]
+    assert len(set(re.findall(r'<circle cx="([\d.]+)"', plot))) == 3
+    assert "rows = 4 (instances side by side)" in plot
+    # nothing cut off at 1400 px: the rendered page measured in Chromium itself
+    measured = tmp_path / "measured.html"
+    measured.write_text(page + MEASURE + "</body></html>")
+    found = chromium("--window-size=1400,1300", "--dump-dom", measured.as_uri())
+    assert re.search(r'data-clipped="\[\]"', found), re.search(r'data-clipped="[^"]*"', found)
+
+
+def test_an_old_runs_table_without_estimates_still_reads(tmp_path):
+    # a runs table written before runs carried `seconds_left`: read, no estimate shown
+    import pyarrow as pa
+
+    from puzzlesweep.catalog import store
+    from puzzlesweep.catalog.schema import RUN_SCHEMA
+
+    _write_rows(tmp_path, [_solved("domination", {"rows": 3, "cols": 3}, "highs", "old")])
+    old = RUN_SCHEMA.remove(RUN_SCHEMA.get_field_index("seconds_left"))
+    now = datetime.now(UTC)
+    row = {"run_id": "old", "sweep": "s", "state": "running", "planned": 4, "skipped": 0}
+    row |= {"started_at": now, "heartbeat_at": now}
+    store.replace(
+        store.locate(tmp_path), store.RUNS, pa.Table.from_pylist([row], schema=old), "true"
+    )
+    (shown,) = state(tmp_path)["runs"]
+    assert (shown["run_id"], shown["done"], shown["seconds_left"]) == ("old", 1, None)
+    catalog.write_run(tmp_path, {**row, "seconds_left": 30.0})  # the column is added
+    (shown,) = state(tmp_path)["runs"]
+    assert 0 <= shown["seconds_left"] <= 30
+
+
+def test_the_dashboard_shows_the_estimate_the_terminal_shows(prefect_api, tmp_path):
+    # One estimator serves both: the run's heartbeat writes the estimate its terminal
+    # shows (progress.current(), the planner's seconds_left) into its `runs` row, and
+    # the dashboard shows that, less the seconds since (it showed 4 min against the
+    # terminal's 58 s when it made its own from the rate).
+    from puzzlesweep.flows import progress, run_record
+
+    from .conftest import knights
+
+    spec, results = tmp_path / "k.toml", tmp_path / "results"
+    spec.write_text(knights("k", "1..3"))
+    record = run_record.start(str(spec), str(results))
+    try:
+        tracker = progress.Progress(record.run_id, "k", 3, lambda in_flight: 123.0)
+        tracker.submitted(0, 3)
+        assert progress.current().seconds_left == 123.0  # what the terminal prints
+        record.write()  # as the heartbeat does
+        row = catalog.read_run(results, record.run_id)
+        assert row["seconds_left"] == 123.0
+        (shown,) = state(results)["runs"]
+        age = (datetime.now(UTC) - row["heartbeat_at"]).total_seconds()
+        assert round(123 - age) <= shown["seconds_left"] <= 123
+    finally:
+        record.end("interrupted")
+    assert catalog.read_run(results, record.run_id)["seconds_left"] is None
+    assert state(results)["runs"][0]["seconds_left"] is None

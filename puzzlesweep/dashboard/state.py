@@ -6,16 +6,20 @@
   `finished`, `failed`, `interrupted`, or `lost` when its heartbeat stopped), instances
   done (its rows, `copies` of them carried over by symmetry), the instances it set out
   to solve (`total`) and those it found in the catalog already (`skipped`), counts by
-  status, first start and last finish (UTC ISO), rate (instances per minute), estimated
-  seconds left while it runs, and `links`: its Prefect flow run's page (recorded when a
+  status, first start and last finish (UTC ISO), rate (instances per minute), the
+  seconds left while it runs: the run's own estimate (the one its terminal shows, written
+  into its `runs` row at each heartbeat) less the seconds since that heartbeat, and
+  `links`: its Prefect flow run's page (recorded when a
   Prefect server was configured) and its Dask dashboard while it runs, each None when
   there is none, so the page never shows a dead link;
-- `failures`: the 50 latest results with status `error` or a failed verification;
+- `failures`: the 50 latest results with status `error` or a failed verification, each
+  naming its instance by family and parameters (`params`, as `key=value` words);
 - `families`: per family, the latest result of each instance (view `latest`): how many
   `instances`, `classes` (distinct instance keys) and `copies` (rows carried over by
   symmetry), and the canonical rows (at most 500) as plot `series`, one per value of the
   family's series parameters (`AXES` of the family module), each point at x = the
-  family's size parameter (`x`, named in `x_label`);
+  family's size parameter (`x`, named in `x_label`), or, when every point has the same
+  size, at x = the first other number parameter that varies (`x_axis`);
 - `times`: per family, a histogram of solve seconds over half-decades (log10 buckets);
 - `open`: instances stopped by a limit, with incumbent, bound and gap.
 """
@@ -32,14 +36,14 @@ SELECT runs.run_id, runs.sweep, runs.state, runs.planned - runs.skipped AS total
        runs.skipped, runs.flow_run_url, runs.dask_dashboard_url,
        count(results.run_id) AS done, count_if(coalesce(results.equivalent, false)) AS copies,
        runs.started_at AS first_start,
-       coalesce(max(results.finished_at), any_value(runs.heartbeat_at)) AS last_finish
+       coalesce(max(results.finished_at), any_value(runs.heartbeat_at)) AS last_finish,
+       {estimate} AS estimate, runs.heartbeat_at
 FROM runs LEFT JOIN results USING (run_id)
 GROUP BY ALL ORDER BY first_start DESC LIMIT 50
 """
 RUN_STATUS = "SELECT run_id, status, count(*) FROM results GROUP BY ALL"
 FAILURES = """
-SELECT run_id, family, instance_key, status, coalesce(error, 'verification failed'),
-       finished_at
+SELECT * REPLACE (coalesce(error, 'verification failed') AS error)
 FROM results WHERE status = 'error' OR verified = false
 ORDER BY finished_at DESC LIMIT 50
 """
@@ -67,6 +71,20 @@ def _number(value: Any) -> float | None:
 
 def _text(value: Any) -> str:
     return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def words(params: dict[str, Any]) -> str:
+    """An instance's parameters as the dashboard names it: `key=value` words (a list
+    value joined by commas), e.g. "piece=knight rows=8 cols=8 variant=dominating"."""
+    return " ".join(f"{k}={_text(v)}" for k, v in params.items())
+
+
+def _params(family: str, row: dict[str, Any]) -> dict[str, Any]:
+    """The parameters of a results row of `family` ({} for a family this version does
+    not know)."""
+    if family not in puzzles.FAMILIES:
+        return {}
+    return {name: row.get(name) for name in puzzles.get(family).Params.model_fields}
 
 
 def axis(module, params: dict) -> tuple[str, float | None, str]:
@@ -114,11 +132,19 @@ def _runs(connection, now: datetime) -> list[dict[str, Any]]:
     for run_id, status, count in connection.execute(RUN_STATUS).fetchall():
         by_status.setdefault(run_id, {})[status] = count
     entries = []
-    for row in connection.execute(RUNS).fetchall():
-        run_id, sweep, run_state, total, skipped, flow_run, dask, done, copies, first, last = row
+    columns = [d[0] for d in connection.execute("SELECT * FROM runs LIMIT 0").description]
+    # a runs table written before runs carried their estimate has no such column
+    sql = RUNS.format(estimate="runs.seconds_left" if "seconds_left" in columns else "NULL")
+    for row in connection.execute(sql).fetchall():
+        run_id, sweep, run_state, total, skipped, flow_run, dask, done, copies, *times = row
+        first, last, estimate, beat = times
         seconds = max(((last or now) - first).total_seconds(), 1e-3)
         rate = done / seconds * 60
         running = run_state == "running"
+        if running and estimate is not None and beat is not None:
+            left = round(max(0.0, estimate - (now - beat).total_seconds()))
+        else:
+            left = None
         entries.append(
             {
                 "run_id": run_id,
@@ -132,9 +158,8 @@ def _runs(connection, now: datetime) -> list[dict[str, Any]]:
                 "first_start": _iso(first),
                 "last_finish": _iso(last),
                 "rate_per_minute": round(rate, 2),
-                "seconds_left": (
-                    round((total - done) / rate * 60) if total and running and rate else None
-                ),
+                "seconds_left": left,
+                "estimated_at": _iso(beat) if left is not None else None,
                 "running": running,
                 # a local cluster's dashboard ends with its run: no link once it ended
                 "links": {"prefect": flow_run, "dask": dask if running else None},
@@ -145,11 +170,19 @@ def _runs(connection, now: datetime) -> list[dict[str, Any]]:
 
 def _failures(connection) -> list[dict[str, Any]]:
     """The `failures` entries of the state, newest first."""
-    columns = ("run_id", "family", "instance_key", "status", "error", "finished_at")
-    return [
-        {**dict(zip(columns, row, strict=True)), "finished_at": _iso(row[-1])}
-        for row in connection.execute(FAILURES).fetchall()
-    ]
+    cursor = connection.execute(FAILURES)
+    columns = [d[0] for d in cursor.description]
+    entries = []
+    for values in cursor.fetchall():
+        row = dict(zip(columns, values, strict=True))
+        entries.append(
+            {
+                **{k: row[k] for k in ("run_id", "family", "instance_key", "status", "error")},
+                "params": words(_params(row["family"], row)) or row["instance_key"],
+                "finished_at": _iso(row["finished_at"]),
+            }
+        )
+    return entries
 
 
 def _families(connection, open_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -160,18 +193,17 @@ def _families(connection, open_rows: list[dict[str, Any]]) -> list[dict[str, Any
         if family not in puzzles.FAMILIES:
             continue
         module = puzzles.get(family)
-        fields = list(module.Params.model_fields)
         cursor = connection.execute(LATEST, [family])
         columns = [d[0] for d in cursor.description]
-        series: dict[str, list[dict[str, Any]]] = {}
+        placed = []  # (params, series label, point)
         x_label = module.AXES[0]
         for values in cursor.fetchall():
             row = dict(zip(columns, values, strict=True))
-            params = {name: row.get(name) for name in fields}
+            params = _params(family, row)
             x_label, x, label = axis(module, params)
             point = {
                 "x": x,
-                "params": " ".join(f"{k}={_text(v)}" for k, v in params.items()),
+                "params": words(params),
                 "solver": row["solver"],
                 "status": row["status"],
                 "objective": _number(row["objective"]),
@@ -179,9 +211,13 @@ def _families(connection, open_rows: list[dict[str, Any]]) -> list[dict[str, Any
                 "gap": _number(row["gap"]),
                 "seconds": round(row["solve_seconds"] or 0.0, 3),
             }
-            series.setdefault(label, []).append(point)
+            placed.append((params, label, point))
             if row["status"] in ("time_limit", "node_limit"):
                 open_rows.append({"family": family, **point})
+        x_label = _other_axis(module, placed) or x_label
+        series: dict[str, list[dict[str, Any]]] = {}
+        for _, label, point in placed:
+            series.setdefault(label, []).append(point)
         for points in series.values():
             points.sort(key=lambda p: (p["x"] is None, p["x"] or 0, p["params"]))
         entries.append(
@@ -196,3 +232,22 @@ def _families(connection, open_rows: list[dict[str, Any]]) -> list[dict[str, Any
             }
         )
     return entries
+
+
+def _other_axis(module, placed: list[tuple[dict, str, dict]]) -> str | None:
+    """When every point of `placed` ((params, series label, point) of one family) has
+    the same size, a plot by size would stack them on one vertical line: move each
+    point to x = the first number parameter (not a series one) whose values differ, and
+    return its axis label, e.g. "start (side = 5)". None (nothing moved) otherwise."""
+    sizes = {point["x"] for _, _, point in placed if point["x"] is not None}
+    if len(sizes) != 1 or len(placed) < 2:
+        return None
+    size, series = module.AXES
+    for name in module.Params.model_fields:
+        values = [params.get(name) for params, _, _ in placed]
+        numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+        if name != size and name not in series and numbers and len(set(values)) > 1:
+            for (_, _, point), value in zip(placed, values, strict=True):
+                point["x"] = value
+            return f"{name} ({size} = {_text(placed[0][0].get(size))})"
+    return None
