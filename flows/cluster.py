@@ -7,6 +7,7 @@ and `warm_worker` run on the workers. Sweeps and proofs start their cluster and 
 through this module alone; it holds no puzzle logic.
 """
 
+import logging
 import os
 import re
 import threading
@@ -106,6 +107,32 @@ async def send_logs() -> None:
     await asyncio.wait_for(APILogHandler.aflush(), timeout=5)
 
 
+class ClosedHeartbeat(logging.Filter):
+    """Drops a Dask worker's "Failed to communicate with scheduler during heartbeat"
+    record when its cause is a closed connection (CommClosedError): at the end of a
+    run the scheduler closes while a worker's heartbeat is on its way, and the worker
+    printed a 30-line traceback into a successful run's terminal. A scheduler that is
+    really lost is noticed and named in one line by the run's `Watch`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from distributed.comm.core import CommClosedError
+
+        cause = record.exc_info[1] if record.exc_info else None
+        heartbeat = record.getMessage().startswith("Failed to communicate with scheduler")
+        return not (heartbeat and isinstance(cause, CommClosedError))
+
+
+def quiet_closed_heartbeats() -> None:
+    """On a worker: install `ClosedHeartbeat` on `distributed.worker`'s logger once, and
+    let a log handler that fails stay silent (`logging.raiseExceptions`): Prefect's API
+    log handler otherwise writes "--- Error logging to API ---" into the run's terminal
+    when the API is lost, which the run's `Watch` already says in one line."""
+    logging.raiseExceptions = False
+    worker_logger = logging.getLogger("distributed.worker")
+    if not any(isinstance(f, ClosedHeartbeat) for f in worker_logger.filters):
+        worker_logger.addFilter(ClosedHeartbeat())
+
+
 def warm_worker(memory_limit: int | None = None) -> str:
     """A plain Dask task that readies its worker for batches while the run starts:
     imports what a batch task runs (Prefect's task engine, the catalog, this module) and
@@ -115,6 +142,7 @@ def warm_worker(memory_limit: int | None = None) -> str:
     import `_DeadlockError` when a batch imports the same modules at the same moment on
     a loaded machine, which Dask printed as a traceback) only costs the time it saves."""
     worker, worker_memory = worker_identity()
+    quiet_closed_heartbeats()
     try:
         import prefect.task_engine  # noqa: F401
         import prefect_dask  # noqa: F401

@@ -49,6 +49,7 @@ class Control:
         self.record: Any = None  # the run's RunRecord, once claimed
         self.progress: Any = None  # the run's flows.progress.Progress, once planned
         self.report: dict | None = None  # the run's report, once it ended
+        self.error: BaseException | None = None  # why the run failed (one line), if so
         self._stop = threading.Event()
         self._reason: list[str] = []
         self._listeners: list[Callable[[Any], None]] = []

@@ -33,6 +33,7 @@ from prefect.exceptions import TerminationSignal
 from prefect.states import Cancelled, Failed
 
 from puzzlesweep import __version__, catalog, puzzles
+from puzzlesweep.core import BadInput
 from puzzlesweep.flows import run_record
 from puzzlesweep.flows.batches import Batch, Planner
 from puzzlesweep.flows.cluster import (
@@ -41,6 +42,7 @@ from puzzlesweep.flows.cluster import (
     configured_api,
     connect,
     prefect_api,
+    quiet_closed_heartbeats,
     report_to,
     warn_remote_without_api,
     worker_events,
@@ -124,7 +126,79 @@ def solve_batch(
                     f"catalog {catalog_path} cannot be written: {first_line(exc)}"
                 ) from None
             raise
-    return _report(app_id, rows, attempt, time.perf_counter() - started)
+        _tell(batch, rows)
+    report = _report(app_id, rows, attempt, time.perf_counter() - started)
+    _publish(batch, rows, report)
+    return report
+
+
+def _number(value: Any) -> str:
+    """A number as people read it: integers without '.0', lists comma-joined, None as
+    '-'."""
+    if value is None:
+        return "-"
+    if isinstance(value, list | tuple):
+        return ",".join(map(_number, value))
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else f"{value:.4g}"
+    return str(value)
+
+
+def instance_words(family: str, row: dict) -> str:
+    """An instance named by its parameters, e.g. `domination[piece=knight rows=8 cols=8]`
+    (`row`: a result row, its parameters in columns or under "params")."""
+    values = {**row, **(row.get("params") or {})}  # a solved row holds them in `params`
+    fields = puzzles.get(family).Params.model_fields
+    return f"{family}[{' '.join(f'{k}={_number(values.get(k))}' for k in fields)}]"
+
+
+def _tell(batch: Batch, rows: list[dict]) -> None:
+    """Log one line per instance of `batch` on its task run: parameters in words,
+    status, objective, bound, gap and seconds. INFO; WARNING for a stop at a time or
+    node limit; ERROR with the message for an error."""
+    import logging
+
+    logger = get_run_logger()
+    for row in rows:
+        status = row["status"]
+        line = (
+            f"{instance_words(batch.family, row)}: {status}, objective "
+            f"{_number(row.get('objective'))}, bound {_number(row.get('bound'))}, gap "
+            f"{_number(row.get('gap'))}, {row.get('solve_seconds') or 0:.2f} s"
+        )
+        if status == "error":
+            logger.error("%s: %s", line, row.get("error"))
+        else:
+            level = logging.WARNING if status in ("time_limit", "node_limit") else logging.INFO
+            logger.log(level, "%s", line)
+
+
+def _publish(batch: Batch, rows: list[dict], report: dict) -> None:
+    """Show what the batch did in Prefect's UI: a table artifact of its instances (or
+    of its counts, when they were read back), its commit and seconds in the description."""
+    from prefect.artifacts import create_table_artifact
+
+    if rows and "family" in rows[0]:
+        table = [
+            {
+                "instance": instance_words(batch.family, row),
+                "status": row["status"],
+                "objective": _number(row.get("objective")),
+                "bound": _number(row.get("bound")),
+                "gap": _number(row.get("gap")),
+                "seconds": round(row.get("solve_seconds") or 0.0, 2),
+            }
+            for row in rows
+        ]
+    else:
+        table = [{"status": k, "instances": n} for k, n in sorted(report["counts"].items())]
+    n = report["instances"]
+    create_table_artifact(
+        table=table,
+        description=f"batch {batch.number} ({batch.family}): {n} "
+        f"{'instance' if n == 1 else 'instances'} committed as {report['commit']}, "
+        f"attempt {report['attempt']}, {report['seconds']:.1f} s",
+    )
 
 
 def _solve_rows(batch: Batch, memory_limit: int | None, topic: str | None) -> list[dict]:
@@ -134,6 +208,7 @@ def _solve_rows(batch: Batch, memory_limit: int | None, topic: str | None) -> li
     from puzzlesweep.puzzles import Instance
 
     worker, worker_memory = worker_identity()
+    quiet_closed_heartbeats()  # also on a worker that joined after the warm-up
     child = child_for_thread(memory_limit or worker_memory)
 
     def solve_canonical(canonical: Instance) -> dict:
@@ -196,9 +271,11 @@ def sweep(
     Ends `Completed` when every instance has a row and none is in `error`; `Failed`
     when instances ended in `error` or batches failed every attempt (the report is in
     `control.report`); `Cancelled` on a stop request (Ctrl-C, SIGTERM: the run's row
-    says `interrupted`). Raises BadInput for a bad spec or address, or another live run
-    of the sweep; RunStopped (one line) when the Prefect API, the Dask scheduler or the
-    catalog was lost: what was written is kept, a re-run solves what is missing."""
+    says `interrupted`). `Failed` too, with its one line as the state's message and
+    the exception in `control.error` (no traceback on the terminal): BadInput for a
+    bad spec or address, or another live run of the sweep; RunStopped when the
+    Prefect API, the Dask scheduler or the catalog was lost (what was written is kept,
+    a re-run solves what is missing)."""
     control = control or Control()
     control.on_flow_start()
     cluster = Cluster.of(
@@ -210,24 +287,32 @@ def sweep(
     )
     if address:  # a silent scheduler is bad input: refused before the run's row is written
         connect(address, connect_timeout).close()
-    run = run_record.start(
-        spec, catalog, force, max_instances, allow_concurrent, batch_size, control
-    )
-    _name_flow_run(run, control)
-    try:
+    try:  # a stop at any moment after the claim ends the row it wrote
+        run = run_record.start(
+            spec, catalog, force, max_instances, allow_concurrent, batch_size, control
+        )
+        _name_flow_run(run, control)
         report = _solve_run(run, control, cluster, batch_size, memory_limit, retries)
     except (KeyboardInterrupt, TerminationSignal):
-        _interrupted(run, control)
-        return Cancelled(message=f"run {run.run_id} interrupted; what was written is kept")
+        if control.record is not None:
+            _interrupted(control.record, control)
+        return Cancelled(message="the run was interrupted; what was written is kept")
+    except (BadInput, RunStopped) as exc:  # one line, in Prefect and for the caller
+        if control.record is not None:
+            control.record.end("failed")
+        control.error = exc
+        return Failed(message=str(exc))
     except BaseException:
-        run.end("failed")
+        if control.record is not None:
+            control.record.end("failed")
         raise
     if report["stopped"]:
         _settle(run)
-        raise RunStopped(
+        control.error = RunStopped(
             f"run {run.run_id} stopped at the first batch that cannot succeed: "
             f"{report['stopped']}; the instances written before are kept"
         )
+        return Failed(message=str(control.error))
     from prefect.context import FlowRunContext
 
     report["flow_run_id"] = str(FlowRunContext.get().flow_run.id)
@@ -481,6 +566,8 @@ def run_sweep(spec: SpecSource, catalog: str = "results", api=None, **options: A
         state = sweep(spec, catalog, return_state=True, **options)
     if state.is_cancelled():
         raise KeyboardInterrupt
+    if control.error is not None:
+        raise control.error
     if state.is_failed() and control.report is not None:
         return control.report
     return state.result()

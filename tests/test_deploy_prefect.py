@@ -5,8 +5,10 @@ process worker."""
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import pytest
 
 from puzzlesweep import catalog
 
+from .conftest import CLI, slow_boxes
 from .servers import BIN, Processes, free_port, wait_for
 from .test_deploy import DEPLOY, POOL, QUIET, ROOT, compose, substituted
 
@@ -238,3 +241,115 @@ def test_scheduled_deployment_runs_on_a_process_worker(prefect_server, tmp_path)
         "SELECT sweep, rows, objective, status, verified FROM results ORDER BY rows",
     )
     assert rows == [("deployed", r, value, "optimal", True) for r, value in KNIGHTS]
+
+
+def api_post(env: dict, path: str, body: dict) -> list:
+    """POST `body` (JSON) to the server's `path`; returns the decoded answer."""
+    request = urllib.request.Request(
+        f"{env['PREFECT_API_URL']}/{path}",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.load(answer)
+
+
+def sweep_flow_runs(env: dict, name: str) -> list[dict]:
+    """The flow runs tagged `sweep:NAME` on the server."""
+    return api_post(env, "flow_runs/filter", {"flow_runs": {"tags": {"all_": [f"sweep:{name}"]}}})
+
+
+ERRORING = """
+name = "erroring"
+[[study]]
+family = "domination"
+[study.grid]
+piece = "knight"
+rows = 4
+cols = 4
+[[study]]
+family = "no_k_in_row"
+time_limit = 60
+[study.grid]
+dims = [[40, 40, 40]]   # about a million windows: far beyond 320 MiB
+k = 5
+"""
+
+
+def test_a_sweep_with_an_error_row_is_failed_with_its_error_line(prefect_server, tmp_path):
+    env, _ = prefect_server
+    spec, results = tmp_path / "erroring.toml", tmp_path / "results"
+    spec.write_text(ERRORING)
+    done = subprocess.run(
+        [*CLI, "run", str(spec), "--catalog", str(results), "--workers", "1"]
+        + ["--memory-limit", "320MiB", "--dashboard-address", "127.0.0.1:0"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**env, "PREFECT_LOGGING_LEVEL": "INFO"},  # the CLI's default
+        timeout=600,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    (run,) = sweep_flow_runs(env, "erroring")
+    assert run["state_type"] == "FAILED", run["state"]
+    assert "1 instance ended in error" in run["state"]["message"], run["state"]
+    logs = api_post(env, "logs/filter", {"logs": {"flow_run_id": {"any_": [run["id"]]}}})
+    errors = [log["message"] for log in logs if log["level"] >= 40]
+    assert any(
+        m.startswith("no_k_in_row[dims=40,40,40 k=5]: error") and "memory limit" in m
+        for m in errors
+    ), errors
+    # The good instance is logged by its parameters at INFO on its task run.
+    infos = [log["message"] for log in logs if log["level"] == 20 and log["task_run_id"]]
+    assert any(
+        m.startswith("domination[piece=knight rows=4 cols=4 variant=dominating]: optimal")
+        for m in infos
+    ), infos
+    task_runs = api_post(env, "task_runs/filter", {"flow_runs": {"id": {"any_": [run["id"]]}}})
+    assert {frozenset(t["tags"]) for t in task_runs} == {
+        frozenset({"sweep:erroring", "family:domination"}),
+        frozenset({"sweep:erroring", "family:no_k_in_row"}),
+    }
+
+
+def test_ctrl_c_leaves_the_flow_run_cancelled_not_running(prefect_server, tmp_path):
+    env, _ = prefect_server
+    spec, results = tmp_path / "slow.toml", tmp_path / "results"
+    spec.write_text(slow_boxes("interrupted", time_limit=3))
+    log = tmp_path / "run.log"
+    with open(log, "w") as sink:
+        process = subprocess.Popen(
+            [*CLI, "run", str(spec), "--catalog", str(results), "--workers", "2"]
+            + ["--batch-size", "1", "--dashboard-address", "127.0.0.1:0"],
+            cwd=ROOT,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        wait_for(
+            f"a first row\n{log.read_text()}",
+            lambda: (
+                catalog.files(results)
+                and catalog.query(results, "SELECT count(*) FROM results")[1][0][0] > 0
+            ),
+            300,
+        )
+        process.send_signal(signal.SIGINT)
+        signalled = time.monotonic()
+        assert process.wait(60) == 130, log.read_text()
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    final = ("CANCELLED", "CRASHED")
+    (run,) = sweep_flow_runs(env, "interrupted")
+    # Within the issue's 10 s of the signal (checked once the process is gone).
+    while run["state_type"] not in final and time.monotonic() - signalled < 10:
+        time.sleep(0.5)
+        (run,) = sweep_flow_runs(env, "interrupted")
+    assert run["state_type"] in final and run["end_time"], run
+    task_runs = api_post(env, "task_runs/filter", {"flow_runs": {"id": {"any_": [run["id"]]}}})
+    assert task_runs and not [t for t in task_runs if t["state_type"] == "RUNNING"], task_runs
+    _, [(state,)] = catalog.query(results, "SELECT state FROM runs")
+    assert state == "interrupted"

@@ -169,6 +169,40 @@ def test_ctrl_c_and_sigterm_stop_a_run_and_write_nothing_false(api_env, tmp_path
     assert children_peak_bytes() < 3 * GIB
 
 
+def run_claimed(results: Path) -> bool:
+    """Has a run written its row in `results`'s `runs` table?"""
+    try:
+        return catalog.query(results, "SELECT count(*) FROM runs")[1][0][0] > 0
+    except Exception:  # noqa: BLE001 (no runs table yet)
+        return False
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_start_up_exits_in_7_s_and_never_leaves_the_row_running(api_env, tmp_path):
+    # Issue 26.4: Ctrl-C as the run starts (its row written, its cluster up, its first
+    # batches on the way), tried several times: exit 130 within the 7 s that the
+    # message promises, and the row says `interrupted`, never `running`. (During the
+    # LocalCluster's own start, a few seconds, Ctrl-C is still ignored: its worker
+    # processes must inherit SIGINT ignored.)
+    spec = tmp_path / "slow.toml"
+    spec.write_text(SLOW)
+    for attempt in range(3):
+        results, log = tmp_path / f"results-{attempt}", tmp_path / f"run-{attempt}.log"
+        run = start(spec, results, api_env, log)
+        deadline = time.monotonic() + 240
+        while not (run_claimed(results) and "Dask scheduler" in log.read_text()):
+            assert run.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        time.sleep(attempt)  # as the cluster is up, then 1 s and 2 s later
+        os.killpg(run.pid, signal.SIGINT)
+        code, seconds, gone = ended(run, log, 30)
+        output = log.read_text()
+        assert code == 130 and seconds <= 7.0 and gone, (seconds, output[-3000:])
+        assert "Traceback" not in output, output[-3000:]
+        _, [(state,)] = catalog.query(results, "SELECT state FROM runs")
+        assert state == "interrupted", (attempt, output[-3000:])
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("chattr") is None, reason="chattr +i needs root"
@@ -215,6 +249,38 @@ def test_an_unwritable_catalog_stops_the_run_at_the_first_batch(api_env, tmp_pat
     assert done.returncode == 0, done.stderr[-3000:]
     one_row_per_instance(results, 8)
     assert children_peak_bytes() < 3 * GIB
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a 20 MB tmpfs needs root")
+def test_a_full_catalog_disk_ends_the_run_with_one_line(api_env, tmp_path):
+    # Issue 25.8: a catalog on a 20 MB tmpfs fills mid-run. The batches stop as they
+    # should, and the run's own last row (which cannot be written either) must not turn
+    # into a DeltaError traceback: one line naming the full disk, exit 1.
+    spec, disk = tmp_path / "slow.toml", tmp_path / "disk"
+    spec.write_text(SLOW)
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=20m", "tmpfs", str(disk)], check=True)
+    try:
+        results, log, filler = disk / "results", tmp_path / "run.log", disk / "filler"
+        run = start(spec, results, api_env, log)
+        wait_rows(results, 0, run, log)
+        subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=1M"], capture_output=True)
+        code, _, gone = ended(run, log, 120)
+        output = log.read_text()
+        assert code == 1 and gone, output[-3000:]
+        errors = [line for line in output.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and "No space left on device" in errors[0], output[-3000:]
+        assert output.rstrip().splitlines()[-1] == errors[0], output[-3000:]  # the end
+        _, [(state,)] = catalog.query(results, "SELECT state FROM runs")
+        assert state in ("failed", "running"), state  # running: its end could not be written
+        filler.unlink()  # space freed: the re-run completes
+        log = tmp_path / "again.log"
+        code, _, _ = ended(start(spec, results, api_env, log), log, 300)
+        assert code == 0, log.read_text()[-3000:]
+        one_row_per_instance(results, 8)
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 def test_permanent_and_transient_catalog_errors_are_told_apart(tmp_path):

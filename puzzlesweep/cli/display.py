@@ -105,6 +105,8 @@ def summary_table(catalog_path: str, plan, run_id: str) -> Table:
     def origin(r: dict) -> str:
         if r["run_id"] != run_id:
             return "earlier run"
+        if r["status"] == "error":
+            return "error"
         return "symmetric copy" if r["equivalent"] else "solved"
 
     origins = Counter(map(origin, rows))
@@ -112,6 +114,7 @@ def summary_table(catalog_path: str, plan, run_id: str) -> Table:
         "solved": "solved now",
         "symmetric copy": "symmetric copies",
         "earlier run": "from earlier runs",
+        "error": "ended in error now",
     }
     parts = [f"{origins[name]} {said[name]}" for name in said if origins[name]]
     if missing := len(wanted) - len(rows):

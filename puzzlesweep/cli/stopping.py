@@ -48,6 +48,7 @@ def interruptible(control, stop_seconds: float = STOP_SECONDS):
             leave(128 + caught[0])
         caught.append(signum)
         logging.disable(logging.CRITICAL)  # no teardown tracebacks from Prefect or Dask
+        logging.raiseExceptions = False
         name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
         err.print(
             f"{name}: stopping the run; what is running is cancelled, what was written is "
@@ -72,11 +73,12 @@ def interruptible(control, stop_seconds: float = STOP_SECONDS):
         if message is None:
             leave()
         logging.disable(logging.CRITICAL)
+        logging.raiseExceptions = False  # no "Error logging to API" from a lost API
+        for worker in _freeze_local_workers():  # silent before the line is printed
+            worker.kill()
         from rich.markup import escape
 
         err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
-        for worker in _freeze_local_workers():
-            worker.kill()
         leave(1)
 
     control.on_stopped = stopped

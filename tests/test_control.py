@@ -1,0 +1,109 @@
+"""The objects a run is steered by, without a cluster: the Control passed in, the one
+RunRecord that writes a run's row, the validated cluster settings, and the filter that
+keeps a closed scheduler's heartbeat traceback off a finished run's terminal."""
+
+import logging
+import pickle
+import threading
+
+import pytest
+
+from puzzlesweep import catalog
+from puzzlesweep.core import BadInput
+from puzzlesweep.flows.cluster import ClosedHeartbeat, Cluster
+from puzzlesweep.flows.control import Control
+from puzzlesweep.flows.faults import RunStopped
+from puzzlesweep.flows.run_record import read_spec, start
+
+from .conftest import knights
+
+
+def test_a_stop_request_reaches_the_loop_of_its_own_control_only():
+    mine, other = Control(), Control()
+    mine.looping(1)
+    assert mine.request_stop() is True and other.request_stop("x") is False
+    with pytest.raises(KeyboardInterrupt):
+        mine.check()
+    with pytest.raises(RunStopped, match="^x$"):
+        other.check()
+    assert Control().check() is None  # a fresh Control has heard nothing
+
+
+def test_listeners_hear_the_run_and_a_shipped_control_carries_none():
+    heard = []
+    control = Control(announce=heard.append)
+    stop = control.listen(heard.append)
+    control.notify("standing 1")
+    stop()
+    control.notify("standing 2")
+    assert heard == ["standing 1"]
+    shipped = pickle.loads(pickle.dumps(control))  # as Prefect ships a flow's parameters
+    assert isinstance(shipped, Control) and shipped.announce is not control.announce
+
+
+def test_conflicting_cluster_settings_are_refused_naming_both():
+    with pytest.raises(BadInput, match="--address and --workers conflict"):
+        Cluster.of(address="tcp://127.0.0.1:8786", workers=2)
+    with pytest.raises(BadInput, match="--address and --backend threads conflict"):
+        Cluster.of(address="tcp://127.0.0.1:8786", backend="threads")
+    with pytest.raises(BadInput, match="backend"):
+        Cluster.of(backend="processes")
+    assert Cluster.of(backend="threads", workers=3).size == 3
+
+
+def test_the_run_row_ends_once_and_a_failed_end_is_one_line(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    record = start(knights("ending", "3..4"), str(results))
+    assert catalog.read_run(results, record.run_id)["state"] == "running"
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(catalog, "write_run", full)
+    line = record.end("failed")
+    assert "No space left on device" in line and "\n" not in line
+    monkeypatch.undo()
+    assert record.end("finished") is None  # once: a later end writes nothing
+    record.write()  # nor does a heartbeat after the end
+    assert catalog.read_run(results, record.run_id)["state"] == "running"  # never ended
+
+
+def test_heartbeats_never_write_running_over_the_end(tmp_path):
+    results = tmp_path / "results"
+    record = start(knights("beating", "3..3"), str(results))
+    beats = [threading.Thread(target=record.write) for _ in range(8)]
+    for beat in beats:
+        beat.start()
+    record.end("interrupted")
+    for beat in beats:
+        beat.join()
+    assert catalog.read_run(results, record.run_id)["state"] == "interrupted"
+
+
+def test_a_spec_may_be_text_or_a_dict():
+    text = knights("inline", "3..4")
+    assert [j.instance.params.rows for j in read_spec(text).jobs] == [3, 4]
+    as_dict = {
+        "name": "as-dict",
+        "study": [{"family": "domination", "grid": {"rows": [5], "cols": [5]}}],
+    }
+    assert read_spec(as_dict).name == "as-dict"
+
+
+def test_a_closed_schedulers_heartbeat_traceback_is_dropped():
+    from distributed.comm.core import CommClosedError
+
+    def record(exc: BaseException) -> logging.LogRecord:
+        return logging.LogRecord(
+            "distributed.worker",
+            logging.ERROR,
+            __file__,
+            1,
+            "Failed to communicate with scheduler during heartbeat.",
+            None,
+            (type(exc), exc, None),
+        )
+
+    quiet = ClosedHeartbeat()
+    assert not quiet.filter(record(CommClosedError("in <TCP (closed)>")))
+    assert quiet.filter(record(OSError("connection refused")))  # other causes still say so
