@@ -532,7 +532,9 @@ def _batches(
     def on_failure(batch: Batch, exc: Exception) -> bool:
         planner.record(batch, None)
         progress.batch_failed(batch.number)
-        failed.append(f"batch {batch.number} ({batch.family}): {first_line(exc)}")
+        # a CatalogUnwritable is one line already: cut again, its reason would be lost
+        why = str(exc) if isinstance(exc, CatalogUnwritable) else first_line(exc)
+        failed.append(f"batch {batch.number} ({batch.family}): {why}")
         if permanent(exc):  # every later batch would fail the same way
             halted.append(failed[-1])
             return True
