@@ -152,13 +152,26 @@ def instance_words(family: str, row: dict) -> str:
     return f"{family}[{' '.join(f'{k}={_number(values.get(k))}' for k in fields)}]"
 
 
+def _logger():
+    """The task run's logger, or this module's outside a run (a task's body called
+    directly)."""
+    import logging
+
+    from prefect.exceptions import MissingContextError
+
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return logging.getLogger(__name__)
+
+
 def _tell(batch: Batch, rows: list[dict]) -> None:
     """Log one line per instance of `batch` on its task run: parameters in words,
     status, objective, bound, gap and seconds. INFO; WARNING for a stop at a time or
     node limit; ERROR with the message for an error."""
     import logging
 
-    logger = get_run_logger()
+    logger = _logger()
     for row in rows:
         status = row["status"]
         line = (
@@ -177,7 +190,10 @@ def _publish(batch: Batch, rows: list[dict], report: dict) -> None:
     """Show what the batch did in Prefect's UI: a table artifact of its instances (or
     of its counts, when they were read back), its commit and seconds in the description."""
     from prefect.artifacts import create_table_artifact
+    from prefect.context import TaskRunContext
 
+    if TaskRunContext.get() is None:  # the task's body called directly: no task run
+        return
     if rows and "family" in rows[0]:
         table = [
             {
@@ -516,7 +532,9 @@ def _batches(
     def on_failure(batch: Batch, exc: Exception) -> bool:
         planner.record(batch, None)
         progress.batch_failed(batch.number)
-        failed.append(f"batch {batch.number} ({batch.family}): {first_line(exc)}")
+        # a CatalogUnwritable is one line already: cut again, its reason would be lost
+        why = str(exc) if isinstance(exc, CatalogUnwritable) else first_line(exc)
+        failed.append(f"batch {batch.number} ({batch.family}): {why}")
         if permanent(exc):  # every later batch would fail the same way
             halted.append(failed[-1])
             return True

@@ -40,11 +40,12 @@ question = "reachable"
 
 
 def sweep(tmp_path, text: str, workers: int) -> tuple[str, dict]:
-    """(the catalog, the report) of a sweep of spec `text` run in this process."""
+    """(the catalog, the report) of a sweep of spec `text` run in this process, on
+    threads (`--backend threads`): the flow is the same, without starting Dask."""
     spec = tmp_path / "spec.toml"
     spec.write_text(text)
     results = tmp_path / "results"
-    return results, run_sweep(str(spec), str(results), workers=workers)
+    return results, run_sweep(str(spec), str(results), backend="threads", workers=workers)
 
 
 def test_a_sweep_solves_each_canonical_instance_once(prefect_api, tmp_path):
