@@ -56,9 +56,11 @@ from puzzlesweep.catalog.store import (
     KEYS,
     RESULTS,
     CatalogDamaged,
+    CatalogUnreachable,
     Location,
     append,
     exists,
+    is_table,
     locate,
     open_table,
 )
@@ -80,11 +82,18 @@ def resolve(catalog: CatalogLike) -> str:
 def check_writable(catalog: CatalogLike) -> Location:
     """The Location of `catalog` if a sweep may write there: a catalog, an empty or
     missing directory, or an object-store URL. Raises BadInput (naming what it found)
-    for a directory that holds something else, such as a catalog of the old layout,
+    for a directory that holds something else, such as a catalog of the old layout, or
+    an object store that refuses (no such bucket, wrong keys) or does not answer,
     CatalogDamaged for results that lost their transaction log (`refuse_lost_log`)."""
     location = locate(catalog)
+    if not location.local:
+        try:
+            is_table(location, RESULTS)  # an object store that refuses or does not answer
+        except CatalogUnreachable as exc:
+            raise BadInput(str(exc)) from None
+        return location
     refuse_lost_log(location)
-    if not location.local or exists(location) or not os.path.isdir(location.uri):
+    if exists(location) or not os.path.isdir(location.uri):
         return location
     entries = sorted(os.listdir(location.uri))
     if not entries:
@@ -196,6 +205,7 @@ __all__ = [
     "COMMON_COLUMNS",
     "COMMON_NAMES",
     "CatalogDamaged",
+    "CatalogUnreachable",
     "Heartbeat",
     "LOST_AFTER_SECONDS",
     "Location",

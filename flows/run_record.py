@@ -82,9 +82,11 @@ class RunRecord:
         if self.heartbeat is not None:
             self.heartbeat.__exit__(None, None, None)
         ended = {"state": state, "finished_at": datetime.now(UTC)}
-        catalog.write_run(
-            self.catalog_path, {**self.row(), **written(self.catalog_path, self.run_id), **ended}
-        )
+        try:
+            counted = written(self.catalog_path, self.run_id)
+            catalog.write_run(self.catalog_path, {**self.row(), **counted, **ended})
+        except catalog.CatalogUnreachable:
+            pass  # the catalog is gone: its row stays `running`, read as `lost` later
 
 
 _records: dict[str, RunRecord] = {}
