@@ -278,6 +278,8 @@ def _orphaned_keys(location: Location) -> list[str]:
     (for the same solver and limits): what a re-run must solve again."""
     import duckdb
 
+    from puzzlesweep.catalog.read import dataset
+
     fs = filesystem(location)
     columns = ["params_key", "solver", "time_limit", "node_limit"]
     orphans = [pq.read_table(p, filesystem=fs, columns=columns) for p in orphaned_files(location)]
@@ -290,7 +292,7 @@ def _orphaned_keys(location: Location) -> list[str]:
         if table is None:
             held = "SELECT * FROM orphans WHERE false"
         else:
-            connection.register("held", table.to_pyarrow_dataset())
+            connection.register("held", dataset(location, table))
         rows = connection.sql(
             f"SELECT DISTINCT params_key FROM (SELECT * FROM orphans EXCEPT {held}) ORDER BY 1"
         ).fetchall()
@@ -329,9 +331,11 @@ def _remove_duplicates(location: Location) -> int:
     import duckdb
     from deltalake import CommitProperties, write_deltalake
 
+    from puzzlesweep.catalog.read import dataset
+
     table = open_table(location, RESULTS)
     with duckdb.connect() as connection:
-        connection.register("results", table.to_pyarrow_dataset())
+        connection.register("results", dataset(location, table))
         families = [
             family
             for (family,) in connection.sql(
