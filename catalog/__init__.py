@@ -12,6 +12,7 @@ they were at an earlier version or time, and a DuckDB connection with three view
     latest    the latest row of every (params_key, solver, time_limit, node_limit): a
               final status before `error`, then the newest `finished_at` (`LATEST`)
     runs      one row per run; a `running` run whose heartbeat stopped reads `lost`
+              (the rows of maintenance leases, `runs.lease`, are left out)
 
     from puzzlesweep import catalog
     catalog.query("results", "SELECT family, count(*) FROM latest GROUP BY ALL")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from puzzlesweep.catalog.runs import MAINTENANCE
 from puzzlesweep.catalog.schema import RUN_SCHEMA
 from puzzlesweep.catalog.store import (
     RESULTS,
@@ -45,6 +46,7 @@ SELECT * REPLACE (
           AND heartbeat_at < now() - INTERVAL {LOST_AFTER_SECONDS} SECOND
          THEN 'lost' ELSE state END AS state)
 FROM runs_table
+WHERE sweep IS DISTINCT FROM '{MAINTENANCE}'
 """
 
 
