@@ -12,6 +12,7 @@ they were at an earlier version or time, and a DuckDB connection with three view
     latest    the latest row of every (params_key, solver, time_limit, node_limit): a
               final status before `error`, then the newest `finished_at` (`LATEST`)
     runs      one row per run; a `running` run whose heartbeat stopped reads `lost`
+              (the rows of maintenance leases, `runs.lease`, are left out)
 
     from puzzlesweep import catalog
     catalog.query("results", "SELECT family, count(*) FROM latest GROUP BY ALL")
@@ -55,9 +56,11 @@ from puzzlesweep.catalog.schema import (
 from puzzlesweep.catalog.store import (
     RESULTS,
     CatalogDamaged,
+    CatalogUnreachable,
     Location,
     append,
     exists,
+    is_table,
     locate,
     open_table,
 )
@@ -79,11 +82,18 @@ def resolve(catalog: CatalogLike) -> str:
 def check_writable(catalog: CatalogLike) -> Location:
     """The Location of `catalog` if a sweep may write there: a catalog, an empty or
     missing directory, or an object-store URL. Raises BadInput (naming what it found)
-    for a directory that holds something else, such as a catalog of the old layout,
+    for a directory that holds something else, such as a catalog of the old layout, or
+    an object store that refuses (no such bucket, wrong keys) or does not answer,
     CatalogDamaged for results that lost their transaction log (`refuse_lost_log`)."""
     location = locate(catalog)
+    if not location.local:
+        try:
+            is_table(location, RESULTS)  # an object store that refuses or does not answer
+        except CatalogUnreachable as exc:
+            raise BadInput(str(exc)) from None
+        return location
     refuse_lost_log(location)
-    if not location.local or exists(location) or not os.path.isdir(location.uri):
+    if exists(location) or not os.path.isdir(location.uri):
         return location
     entries = sorted(os.listdir(location.uri))
     if not entries:
@@ -192,6 +202,7 @@ __all__ = [
     "COMMON_COLUMNS",
     "COMMON_NAMES",
     "CatalogDamaged",
+    "CatalogUnreachable",
     "Heartbeat",
     "LOST_AFTER_SECONDS",
     "Location",

@@ -40,6 +40,9 @@ from puzzlesweep.catalog.store import (
 )
 from puzzlesweep.core import DONE_KEY, BadInput
 
+#: `runs` keeps the files of its versions of the last hour even with `--retain-hours 0`:
+#: a reader or a maintenance lease that loaded it a moment ago still reads them.
+RUNS_RETAIN_HOURS = 1
 COMPACT_ATTEMPTS = 10  # optimizes of one table refused by a concurrent row replacement
 DAMAGED = "damaged"  # CATALOG/damaged/VERSION/PATH: files taken out by `repair`
 
@@ -275,6 +278,8 @@ def _orphaned_keys(location: Location) -> list[str]:
     (for the same solver and limits): what a re-run must solve again."""
     import duckdb
 
+    from puzzlesweep.catalog.read import dataset
+
     fs = filesystem(location)
     columns = ["params_key", "solver", "time_limit", "node_limit"]
     orphans = [pq.read_table(p, filesystem=fs, columns=columns) for p in orphaned_files(location)]
@@ -287,7 +292,7 @@ def _orphaned_keys(location: Location) -> list[str]:
         if table is None:
             held = "SELECT * FROM orphans WHERE false"
         else:
-            connection.register("held", table.to_pyarrow_dataset())
+            connection.register("held", dataset(location, table))
         rows = connection.sql(
             f"SELECT DISTINCT params_key FROM (SELECT * FROM orphans EXCEPT {held}) ORDER BY 1"
         ).fetchall()
@@ -326,9 +331,11 @@ def _remove_duplicates(location: Location) -> int:
     import duckdb
     from deltalake import CommitProperties, write_deltalake
 
+    from puzzlesweep.catalog.read import dataset
+
     table = open_table(location, RESULTS)
     with duckdb.connect() as connection:
-        connection.register("results", table.to_pyarrow_dataset())
+        connection.register("results", dataset(location, table))
         families = [
             family
             for (family,) in connection.sql(
@@ -359,7 +366,8 @@ def _remove_duplicates(location: Location) -> int:
 def compact(catalog, retain_hours: int = 168) -> dict:
     """Optimize both tables (merge small files into large ones, one commit each), then
     vacuum: delete files that no version of the last `retain_hours` hours needs (0
-    frees the disk at once, but a reader that still holds an older version then fails).
+    frees the disk at once, but a reader that still holds an older version then fails;
+    `runs` keeps at least `RUNS_RETAIN_HOURS`).
     Returns {"results": {"files_removed", "files_added", "deleted", "version"}, "runs":
     ..., "deleted": N in all}. The command holds the maintenance lease (`runs.lease`),
     whose row the `runs` table keeps. Raises BadInput for a missing catalog or while
@@ -399,6 +407,8 @@ def _compact(location: Location, name: str, retain_hours: int, report: dict) -> 
         except CommitFailedError:
             if attempt == COMPACT_ATTEMPTS - 1:
                 raise
+    if name == RUNS:  # tiny, and read whole by every reader and lease: never pulled away
+        retain_hours = max(retain_hours, RUNS_RETAIN_HOURS)
     deleted = table.vacuum(
         retention_hours=retain_hours, dry_run=False, enforce_retention_duration=False
     )

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from puzzlesweep.catalog.runs import MAINTENANCE
 from puzzlesweep.catalog.schema import COMMON_COLUMNS, RUN_SCHEMA
 from puzzlesweep.catalog.store import (
     RESULTS,
@@ -45,6 +46,7 @@ SELECT * REPLACE (
           AND heartbeat_at < now() - INTERVAL {LOST_AFTER_SECONDS} SECOND
          THEN 'lost' ELSE state END AS state)
 FROM runs_table
+WHERE sweep IS DISTINCT FROM '{MAINTENANCE}'
 """
 
 
@@ -71,7 +73,7 @@ class Snapshot:
         self.runs_version = runs.version() if runs is not None else None
         self.connection = duckdb.connect()
         if self.results is not None:
-            self.connection.register("results", self.results.to_pyarrow_dataset())
+            self.connection.register("results", dataset(location, self.results))
             self.connection.execute(f"CREATE VIEW latest AS {LATEST}")
         self.connection.register(
             "runs_table", runs.to_pyarrow_table() if runs is not None else RUN_SCHEMA.empty_table()
@@ -79,9 +81,10 @@ class Snapshot:
         self.connection.execute(f"CREATE VIEW runs AS {RUNS_VIEW}")
 
     def close(self) -> None:
-        """Close the DuckDB connection (a connection left open at interpreter exit, with
-        an Arrow dataset registered, can abort the process)."""
+        """Close the DuckDB connection and let go of the tables (a connection left open
+        at interpreter exit, with an Arrow dataset registered, can abort the process)."""
         self.connection.close()
+        self.results = None
 
     def __enter__(self) -> "Snapshot":
         return self
@@ -159,6 +162,21 @@ def vacuumed(location: Location, version: int, when: str = "") -> str:
         f"{when + ' ' if when else ''}(its data files were deleted by `catalog compact`); "
         f"{still}"
     )
+
+
+def dataset(location: Location, table) -> "pa.dataset.Dataset":
+    """The pyarrow dataset of `table` (a DeltaTable of the catalog at `location`). A
+    local table is read through pyarrow's own file system: deltalake's default, a
+    Python file system (`DeltaStorageHandler`) with pre-buffering, leaves pyarrow's I/O
+    threads calling into Python after a query that stopped early (LIMIT), and one still
+    doing so at interpreter exit aborts the process ("terminate called without an
+    active exception", exit 134)."""
+    import pyarrow.fs as pafs
+
+    if not location.local:
+        return table.to_pyarrow_dataset()
+    root = table.table_uri.removeprefix("file://").rstrip("/")
+    return table.to_pyarrow_dataset(filesystem=pafs.SubTreeFileSystem(root, pafs.LocalFileSystem()))
 
 
 class StaleSnapshot(BadInput):

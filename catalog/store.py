@@ -33,7 +33,10 @@ import json
 import os
 import posixpath
 import random
+import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,6 +55,45 @@ KEYS = "puzzlesweep.keys"  # commit info entry: JSON list of the batch's params 
 class CatalogDamaged(Exception):
     """A data file of the catalog cannot be read (truncated, garbage, missing). The
     message names the file and what to do: `catalog check`, then `catalog repair`."""
+
+
+class CatalogUnreachable(CatalogDamaged):
+    """The object store of a catalog does not answer (connection refused or timed out
+    after delta-rs's own retries, `OBJECT_STORE_OPTIONS`) or refuses it (no such
+    bucket, wrong keys). One line naming the catalog; retrying a batch cannot help."""
+
+
+#: What delta-rs's object-store errors say when the store is gone or refuses us.
+UNREACHABLE = {
+    "no such bucket": re.compile(r"NoSuchBucket"),
+    "access denied (check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)": re.compile(
+        r"SignatureDoesNotMatch|InvalidAccessKeyId|AccessDenied|403 Forbidden"
+    ),
+    "the server does not answer": re.compile(
+        r"error sending request|tcp connect error|[Cc]onnection refused|dns error|timed out"
+    ),
+}
+#: Object-store client options (delta-rs's storage options) that bound how long a
+#: request to a store that stopped answering is retried: a catalog that is gone ends a
+#: run in seconds rather than after delta-rs's default of 180 s per request.
+OBJECT_STORE_OPTIONS = {"retry_timeout": "10s", "connect_timeout": "5s"}
+
+
+@contextmanager
+def reaching(location: "Location") -> Iterator[None]:
+    """Inside: an object-store error saying the store is gone or refuses us becomes
+    CatalogUnreachable naming the catalog; every other error passes unchanged."""
+    try:
+        yield
+    except Exception as exc:
+        if location.local:
+            raise
+        for reason, pattern in UNREACHABLE.items():
+            if pattern.search(str(exc)):
+                raise CatalogUnreachable(
+                    f"catalog {location.uri} is unreachable: {reason}"
+                ) from None
+        raise
 
 
 @dataclass(frozen=True)
@@ -90,6 +132,7 @@ def locate(catalog: "str | Path | Location") -> Location:
     if scheme not in ("s3", "s3a", "gs", "az", "abfs", "abfss"):
         raise BadInput(f"catalog {catalog}: unknown scheme {scheme}:// (use a path or s3://)")
     options = {"conditional_put": "etag"} if scheme.startswith("s3") else {}
+    options.update(OBJECT_STORE_OPTIONS)
     return Location(text.rstrip("/"), options)
 
 
@@ -99,7 +142,8 @@ def is_table(location: Location, name: str) -> bool:
 
     if location.local:
         return os.path.isdir(os.path.join(location.table(name), "_delta_log"))
-    return DeltaTable.is_deltatable(location.table(name), location.storage_options)
+    with reaching(location):
+        return DeltaTable.is_deltatable(location.table(name), location.storage_options)
 
 
 def open_table(location: Location, name: str, version: "int | str | datetime | None" = None):
@@ -115,7 +159,8 @@ def open_table(location: Location, name: str, version: "int | str | datetime | N
     if not is_table(location, name):
         return None
     try:
-        table = DeltaTable(location.table(name), storage_options=location.storage_options)
+        with reaching(location):
+            table = DeltaTable(location.table(name), storage_options=location.storage_options)
     except TableNotFoundError:
         return None
     except (DeltaError, ValueError) as exc:
@@ -274,15 +319,16 @@ def append(
         app_transactions=[Transaction(app_id, 1)] if app_id is not None else None,
     )
     try:
-        write_deltalake(
-            table if table is not None else location.table(name),
-            rows,
-            partition_by=partition_by,
-            mode="append",
-            schema_mode="merge",
-            storage_options=location.storage_options,
-            commit_properties=properties,
-        )
+        with reaching(location):
+            write_deltalake(
+                table if table is not None else location.table(name),
+                rows,
+                partition_by=partition_by,
+                mode="append",
+                schema_mode="merge",
+                storage_options=location.storage_options,
+                commit_properties=properties,
+            )
     except CommitFailedError:
         # a concurrent attempt of the same app_id won (the conflict checker refuses the
         # second), or the table was created by another writer in the meantime
@@ -308,35 +354,43 @@ def replace(
     `metadata`; creates the table on first use. Concurrent replacements of other rows
     may conflict: each attempt re-reads and retries, `attempts` in all, then raises
     deltalake's CommitFailedError."""
-    from deltalake import CommitProperties, write_deltalake
+    from deltalake import CommitProperties
     from deltalake.exceptions import CommitFailedError
 
     properties = CommitProperties(custom_metadata=metadata, max_commit_retries=COMMIT_RETRIES)
     for attempt in range(attempts):
         table = open_table(location, name)
         try:
-            if table is None:
-                write_deltalake(
-                    location.table(name),
-                    rows,
-                    mode="append",
-                    storage_options=location.storage_options,
-                    commit_properties=properties,
-                )
-            else:
-                write_deltalake(
-                    table,
-                    rows,
-                    mode="overwrite",
-                    predicate=predicate,
-                    schema_mode="merge",
-                    commit_properties=properties,
-                )
+            with reaching(location):
+                _replace_once(location, name, table, rows, predicate, properties)
             return
         except CommitFailedError:
             if attempt == attempts - 1:
                 raise
             time.sleep(random.uniform(0.05, 0.3))
+
+
+def _replace_once(location: Location, name: str, table, rows, predicate, properties) -> None:
+    """One attempt of `replace`: create the table with `rows`, or overwrite `predicate`."""
+    from deltalake import write_deltalake
+
+    if table is None:
+        write_deltalake(
+            location.table(name),
+            rows,
+            mode="append",
+            storage_options=location.storage_options,
+            commit_properties=properties,
+        )
+    else:
+        write_deltalake(
+            table,
+            rows,
+            mode="overwrite",
+            predicate=predicate,
+            schema_mode="merge",
+            commit_properties=properties,
+        )
 
 
 def commits(location: Location, name: str, after: int = -1) -> dict[int, list[dict]]:

@@ -56,8 +56,9 @@ def _errno(exc: BaseException) -> int | None:
 def permanent(exc: BaseException) -> bool:
     """Is `exc` (or any exception it was raised from) one that retrying cannot fix: a
     permission, read-only, no-space or quota error, a catalog that is not a catalog
-    (BadInput, deltalake's TableNotFoundError or SchemaMismatchError), or our own
-    CatalogUnwritable, RunStopped or isolate.Interrupted?"""
+    (BadInput, deltalake's TableNotFoundError or SchemaMismatchError), an object store
+    that refuses or does not answer (CatalogUnreachable), or our own CatalogUnwritable,
+    RunStopped or isolate.Interrupted?"""
     from puzzlesweep.flows.isolate import Interrupted
 
     seen = set()
@@ -65,7 +66,11 @@ def permanent(exc: BaseException) -> bool:
         seen.add(id(exc))
         if isinstance(exc, CatalogUnwritable | RunStopped | Interrupted | BadInput):
             return True
-        if type(exc).__name__ in ("TableNotFoundError", "SchemaMismatchError"):
+        if type(exc).__name__ in (
+            "TableNotFoundError",
+            "SchemaMismatchError",
+            "CatalogUnreachable",
+        ):
             return True
         if _errno(exc) in PERMANENT_ERRNOS:
             return True

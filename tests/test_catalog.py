@@ -455,3 +455,20 @@ def test_as_of_a_vacuumed_version_names_the_versions_still_readable(tmp_path, ro
     assert f"versions 6..{latest} can still be read" in done.stderr
     counted = catalog.query(tmp_path, "SELECT count(*) FROM results", as_of=6)[1]
     assert counted == [(len(rows),)]
+
+
+@pytest.mark.slow
+def test_query_exits_cleanly_every_time(tmp_path, rows):
+    # issue 26.10: 1 run in 30 aborted after a correct answer (exit 134, "terminate
+    # called without an active exception"): I/O threads still busy at interpreter exit
+    for number in range(60):  # many small files, as a sweep leaves them
+        row = dict(rows[number % len(rows)], params_key=f"k{number:03d}")
+        assert _write(tmp_path, row, f"many-{number:03d}")
+    for query in ["SELECT * FROM results LIMIT 2", "SELECT * FROM latest"] * 15:
+        done = subprocess.run(
+            [*CLI, "catalog", "query", query, "--catalog", str(tmp_path), "--format", "csv"],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, (query, done.returncode, done.stderr)
+        assert done.stderr == "" and len(done.stdout.splitlines()) in (3, 61)

@@ -209,3 +209,5 @@ def test_repair_removes_the_rows_a_double_compaction_left(tmp_path, rows):
     after = catalog.to_arrow(tmp_path, "SELECT * FROM results ORDER BY params_key")
     assert after.equals(before)
     assert catalog.repair(tmp_path)["version"] is None  # nothing left to repair
+    _, runs = catalog.query(tmp_path, "SELECT count(*) FROM runs")
+    assert runs == [(0,)]  # the maintenance leases are not runs

@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 import urllib.request
 from pathlib import Path
 
@@ -264,3 +265,71 @@ def test_dashboard_serves_the_s3_catalog(two_sweeps):
     assert (shown["peg_solitaire"]["instances"], shown["peg_solitaire"]["classes"]) == (10, 3)
     assert shown["peg_solitaire"]["copies"] == 7
     assert state["failures"] == []
+
+
+def test_a_missing_bucket_or_wrong_keys_is_one_line_and_exit_2_before_any_cluster(
+    s3, env, tmp_path
+):
+    spec = _spec(tmp_path, SLOW)
+    wrong_keys = {**env, "AWS_SECRET_ACCESS_KEY": "not-the-key"}
+    for uri, environment, says in (
+        ("s3://no-such-bucket/catalog", env, "no such bucket"),
+        (f"s3://{BUCKET}/keys", wrong_keys, "access denied"),
+    ):
+        done = subprocess.run(
+            [*CLI, "run", str(spec), "--catalog", uri, "--workers", "1"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=environment,
+            timeout=120,
+        )
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.strip() == f"error: catalog {uri} is unreachable: {says}" or (
+            says in done.stderr and len(done.stderr.strip().splitlines()) == 1
+        ), done.stderr
+        assert "dashboard" not in done.stdout + done.stderr  # no cluster was started
+    assert not catalog.exists(f"s3://{BUCKET}/keys")
+
+
+def test_a_catalog_server_lost_mid_run_ends_the_run_in_one_line(tmp_path, prefect_api, processes):
+    from prefect.settings import PREFECT_API_URL
+
+    (tmp_path / "seaweedfs").mkdir()
+    server = SeaweedFS(tmp_path / "seaweedfs")  # its own: this test kills it
+    server.start()
+    try:
+        uri = f"{server.bucket('dying')}/slow"
+        environment = {**os.environ, **server.env, "PREFECT_API_URL": PREFECT_API_URL.value()}
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in server.env.items():
+                patch.setenv(name, value)
+            spec = _spec(tmp_path, SLOW)
+            run = _run(
+                processes, "run", spec, uri, environment, "--workers", "1", "--batch-size", "1"
+            )
+            wait_for(
+                "two batch commits",
+                lambda: run.poll() is not None or len(catalog.files(uri)) >= 2,
+                timeout=240,
+                every=0.2,
+            )
+            assert run.poll() is None, processes.log("run")
+            _, [(kept,)] = catalog.query(uri, "SELECT count(*) FROM results")
+            server.stop()
+            lost = time.monotonic()
+            code = run.wait(120)
+            seconds = time.monotonic() - lost
+            log = processes.log("run")
+            print(f"the run ended {seconds:.1f} s after its catalog's server was killed")
+            assert code == 1, log
+            # 30 s is the bound asked for; twice that keeps the test off the machine's speed
+            assert seconds < 60, log
+            last = log.strip().splitlines()[-1]
+            assert last.startswith("error:") and uri in last and "unreachable" in last, log
+            assert "Traceback" not in log
+            server.start()  # the same data directory: what was written before is kept
+            _, [(after,)] = catalog.query(uri, "SELECT count(*) FROM results")
+            assert after >= kept >= 2
+    finally:
+        server.stop()
