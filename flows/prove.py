@@ -20,7 +20,9 @@ import json
 import math
 import time
 from contextlib import nullcontext, suppress
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 from uuid import uuid4
 
 from prefect import flow, get_run_logger, task
@@ -81,15 +83,13 @@ def prove(
     whole run: no part starts after it, and each part's time limit is cut to what is
     left (such a part is not final for the requested limit, so a re-run solves it
     again)."""
-    logger = get_run_logger()
     started = time.perf_counter()
     catalog_path = catalog.resolve(catalog_path)
-    run_id = run_id or new_run_id()
-    instance, model, split, description = build(proof)
-    integral = splitting.integral_objective(model)
+    _, model, split, description = build(proof)
     parts, probe, _ = stored(catalog_path, proof)
     already = {i for i, row in parts.items() if is_done(row, proof.limits)}
     todo = [i for i in range(len(split.parts)) if i not in already]
+    logger = get_run_logger()
     logger.info(
         "prove %s: %d parts (%d before symmetry), %d final in the catalog, %d to solve; %s",
         proof.key,
@@ -99,57 +99,90 @@ def prove(
         len(todo),
         description,
     )
+    flight = _InFlight(
+        proof,
+        catalog_path,
+        run_id or new_run_id(),
+        split,
+        splitting.integral_objective(model),
+        parts,
+        probe,
+        # the probe (None) runs beside the first part; parts started after it ends get
+        # its incumbent as their cutoff
+        ([None] if probe_seconds > 0 and probe is None else []) + todo,
+        probe_seconds,
+        math.inf if wall_seconds is None else started + wall_seconds,
+        logger,
+    )
+    submit_all(flight.submit_next, max(1, workers), flight.on_result, flight.on_failure)
+    row = combined_row(proof, parts, flight.probe, flight.run_id)
+    write_row(catalog_path, proof, row, "combined")
+    return _report(proof, len(split.parts), parts, len(already), flight.solved, row, started)
 
-    def left() -> float:
-        return math.inf if wall_seconds is None else wall_seconds - (time.perf_counter() - started)
 
-    def limits_now() -> Limits | None:
-        seconds = min(proof.limits.time_limit, left())
-        return replace_limits(proof.limits, seconds) if seconds >= 1.0 else None
+@dataclass
+class _InFlight:
+    """One prove run's parts while they are solved: the queue of what to submit (the
+    probe as None, then the parts not final in the catalog), the wall-clock `deadline`
+    (a `time.perf_counter` time; inf: none), and the rows that came back (`parts`,
+    `probe`, `solved`). The submit loop (`flows.submit.submit_all`) calls its methods;
+    each part submitted gets the best incumbent known so far as its cutoff."""
 
-    solved = 0
-    # the probe (None) runs beside the first part; parts started after it ends get its
-    # incumbent as their cutoff
-    queue: list[int | None] = ([None] if probe_seconds > 0 and probe is None else []) + todo
+    proof: Proof
+    catalog_path: str
+    run_id: str
+    split: splitting.Split
+    integral: bool
+    parts: dict[int, dict]
+    probe: dict | None
+    queue: list[int | None]
+    probe_seconds: float
+    deadline: float
+    logger: Any
+    solved: int = 0
 
-    def submit_next():
-        if not queue or (limits := limits_now()) is None:
-            return None  # out of wall time: the rest stays missing
-        index = queue.pop(0)
+    def limits_now(self) -> Limits | None:
+        """The attempt's limits cut to the wall time left; None under one second left."""
+        seconds = min(self.proof.limits.time_limit, self.deadline - time.perf_counter())
+        return replace_limits(self.proof.limits, seconds) if seconds >= 1.0 else None
+
+    def submit_next(self):
+        """Submit the next part (or the probe, for at most `probe_seconds`): returns
+        (index, future), or None when the queue is empty or the wall time is out (the
+        rest stays missing, for a re-run)."""
+        if not self.queue or (limits := self.limits_now()) is None:
+            return None
+        index = self.queue.pop(0)
         if index is None:
-            limits = replace_limits(limits, min(probe_seconds, limits.time_limit))
-        cutoff = cutoff_for(proof, best_row([*parts.values(), probe]), integral)
+            limits = replace_limits(limits, min(self.probe_seconds, limits.time_limit))
+        cutoff = cutoff_for(self.proof, best_row([*self.parts.values(), self.probe]), self.integral)
         name = "probe" if index is None else f"part-{index:05d}"
         future = solve_part.with_options(task_run_name=name).submit(
-            proof, index, cutoff, limits, run_id, catalog_path
+            self.proof, index, cutoff, limits, self.run_id, self.catalog_path
         )
         return index, future
 
-    def on_result(index: int | None, row: dict) -> None:
-        nonlocal probe, solved
+    def on_result(self, index: int | None, row: dict) -> None:
+        """Keep the row of part `index` (None: the probe) and log it."""
         if index is None:
-            probe = row
-            logger.info("probe: %s, objective %s, bound %s", *map(row.get, PROBE_FIELDS))
+            self.probe = row
+            self.logger.info("probe: %s, objective %s, bound %s", *map(row.get, PROBE_FIELDS))
             return
-        parts[index] = row
-        solved += 1
-        logger.info(
+        self.parts[index] = row
+        self.solved += 1
+        self.logger.info(
             "part %d (%s): %s, objective %s, lower %s",
             index,
-            split.parts[index].label,
+            self.split.parts[index].label,
             row["status"],
             row["objective"],
             json.loads(row["subproblem"])["lower"],
         )
 
-    def on_failure(index: int | None, exc: Exception) -> bool:
-        logger.error("part %s failed: %s: %s", index, type(exc).__name__, exc)
-        return False  # a part that failed every attempt stays missing
-
-    submit_all(submit_next, max(1, workers), on_result, on_failure)
-    row = combined_row(proof, parts, probe, run_id)
-    write_row(catalog_path, proof, row, "combined")
-    return _report(proof, len(split.parts), parts, len(already), solved, row, started)
+    def on_failure(self, index: int | None, exc: Exception) -> bool:
+        """Log a part that failed every attempt; it stays missing (False: do not stop)."""
+        self.logger.error("part %s failed: %s: %s", index, type(exc).__name__, exc)
+        return False
 
 
 def new_run_id() -> str:

@@ -39,6 +39,7 @@ from pydantic import Field, field_validator, model_validator
 from puzzlesweep.core import InvalidSolution
 from puzzlesweep.core import Params as _Params
 from puzzlesweep.puzzles import _box
+from puzzlesweep.puzzles._partitions import count_splits, splits
 from puzzlesweep.solvers.highs import MipModel
 
 NAME = "monochromatic_lines"
@@ -100,45 +101,12 @@ class Params(_Params):
         return self
 
 
-def splits(total: int, c: int, most: int | None = None) -> list[list[int]]:
-    """Every way to write `total` as c positive parts in decreasing order, in reverse
-    lexicographic order: splits(27, 2) = [[26, 1], [25, 2], ..., [14, 13]] (13 of them)."""
-    most = total if most is None else most
-    if c == 1:
-        return [[total]] if 1 <= total <= most else []
-    return [
-        [first, *rest]
-        for first in range(min(total - (c - 1), most), 0, -1)
-        for rest in splits(total - first, c - 1, first)
-    ]
-
-
-def count_splits(total: int, c: int, cap: int, most: int | None = None) -> int:
-    """len(splits(total, c, most)) without making them, counted up to `cap + 1` (it
-    stops there): a spec's size is known before it is expanded."""
-    most = total if most is None else most
-    if c == 1:
-        return int(1 <= total <= most)
-    if c == 2:  # first part in [ceil(total / 2), min(total - 1, most)]
-        return max(0, min(total - 1, most) - (total + 1) // 2 + 1)
-    count = 0
-    for first in range(min(total - (c - 1), most), -(-total // c) - 1, -1):
-        count += count_splits(total - first, c - 1, cap - count, first)
-        if count > cap:
-            return cap + 1
-    return count
-
-
 def expand_count(point: dict, cap: int) -> int:
     """len(expand(point)), counted without expanding (up to `cap + 1`). Raises
     ValueError as `expand` does."""
-    counts = point.get("counts")
-    if counts != "all":
+    if point.get("counts") != "all":
         return len(expand(point))
-    c = point.get("c", 2)
-    if not isinstance(c, int) or c < 2:
-        raise ValueError(f"c: the number of colours must be an integer >= 2, got {c!r}")
-    return count_splits(point["n"] ** point["d"], c, cap)
+    return count_splits(point["n"] ** point["d"], _colours(point), cap)
 
 
 def auto_solver(p: Params) -> str:
@@ -159,16 +127,21 @@ def expand(point: dict) -> list[dict]:
     counts = point.get("counts")
     if not isinstance(counts, str):
         return [point]
-    c = point.get("c", 2)
-    if not isinstance(c, int) or c < 2:
-        raise ValueError(f"c: the number of colours must be an integer >= 2, got {c!r}")
-    total = point["n"] ** point["d"]
+    c, total = _colours(point), point["n"] ** point["d"]
     point = {k: v for k, v in point.items() if k != "c"}
     if counts == "balanced":
         return [{**point, "counts": [total // c + (j < total % c) for j in range(c)]}]
     if counts == "all":
         return [{**point, "counts": split} for split in splits(total, c)]
     raise ValueError(f"counts: a list of integers, 'all' or 'balanced', not {counts!r}")
+
+
+def _colours(point: dict) -> int:
+    """The spec point's `c` (default 2); raises ValueError unless an integer >= 2."""
+    c = point.get("c", 2)
+    if not isinstance(c, int) or c < 2:
+        raise ValueError(f"c: the number of colours must be an integer >= 2, got {c!r}")
+    return c
 
 
 def _order(p: Params) -> list[int]:
