@@ -499,20 +499,24 @@ def test_an_old_runs_table_without_estimates_still_reads(tmp_path):
 
 def test_the_dashboard_shows_the_estimate_the_terminal_shows(prefect_api, tmp_path):
     # One estimator serves both: the run's heartbeat writes the estimate its terminal
-    # shows (progress.current(), the planner's seconds_left) into its `runs` row, and
-    # the dashboard shows that, less the seconds since (it showed 4 min against the
-    # terminal's 58 s when it made its own from the rate).
+    # shows (the standing of its Control, the planner's seconds_left) into its `runs`
+    # row, and the dashboard shows that, less the seconds since (it showed 4 min against
+    # the terminal's 58 s when it made its own from the rate).
     from puzzlesweep.flows import progress, run_record
+    from puzzlesweep.flows.control import Control
 
     from .conftest import knights
 
     spec, results = tmp_path / "k.toml", tmp_path / "results"
     spec.write_text(knights("k", "1..3"))
-    record = run_record.start(str(spec), str(results))
+    control = Control()
+    record = run_record.start(str(spec), str(results), control=control)
     try:
-        tracker = progress.Progress(record.run_id, "k", 3, lambda in_flight: 123.0)
+        tracker = progress.Progress(
+            record.run_id, "k", 3, control=control, estimate=lambda in_flight: 123.0
+        )
         tracker.submitted(0, 3)
-        assert progress.current().seconds_left == 123.0  # what the terminal prints
+        assert control.standing().seconds_left == 123.0  # what the terminal prints
         record.write()  # as the heartbeat does
         row = catalog.read_run(results, record.run_id)
         assert row["seconds_left"] == 123.0
