@@ -51,6 +51,9 @@ def test_sigkill_midway_then_rerun_solves_only_what_is_missing(api_env, tmp_path
     while len(catalog.files(results)) < 2 and first.poll() is None:
         assert time.monotonic() < deadline, (tmp_path / "first.log").read_text()[-2000:]
         time.sleep(0.2)
+    # Frozen (its whole session) from here to its kill, so that however long the refused
+    # run below takes on a loaded machine, the first run cannot finish its 8 instances.
+    os.killpg(first.pid, signal.SIGSTOP)
     # The same sweep again while the first run lives: refused, naming it, nothing written.
     (alive,) = catalog.live_runs(results, "slow")
     refused = _run(spec, results, api_env, timeout=120)
