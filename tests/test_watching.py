@@ -70,16 +70,18 @@ def test_prefect_shows_the_run_by_name_tags_task_names_and_logs(prefect_server, 
         logs = client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run.id])))
     assert re.fullmatch(r"watched \d{4}-\d\d-\d\d \d\d:\d\d:\d\d", flow_run.name), flow_run.name
     assert set(flow_run.tags) == {"sweep:watched", "family:no_k_in_row", "family:domination"}
-    assert flow_run.parameters["spec_path"] == str(spec)  # absolute, as the run read it
+    assert flow_run.parameters["spec"] == str(spec)  # absolute, as the run read it
     # three instances, one per batch: the task runs are named by family and batch number
     names = sorted(t.name for t in task_runs)
     assert len(names) == 3, names
     assert all(re.fullmatch(r"(no_k_in_row|domination)-batch-\d{4}", n) for n in names), names
     assert {n.rsplit("-", 1)[1] for n in names} == {"0000", "0001", "0002"}
-    assert all(set(t.tags) >= {"sweep:watched"} for t in task_runs)
+    # each task run carries only its own batch's family (and the sweep)
+    family = {t.name: "family:" + t.name.rsplit("-batch-", 1)[0] for t in task_runs}
+    assert all(set(t.tags) == {"sweep:watched", family[t.name]} for t in task_runs)
     messages = [log.message for log in logs]
     start = [m for m in messages if re.match(r"run \S+ of sweep watched: 3 instances planned", m)]
-    end = [m for m in messages if re.match(r"run \S+ finished: 3 solved", m)]
+    end = [m for m in messages if re.match(r"run \S+ finished: 3 instances solved", m)]
     assert start and end, messages
     assert sum("committed as" in m for m in messages) == 3, messages
 
