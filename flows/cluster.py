@@ -416,13 +416,13 @@ class Cluster(BaseModel):
     def _one_way(self) -> "Cluster":
         if self.address and self.workers is not None:
             raise ValueError(
-                "--address and --workers do not go together: --workers sizes a local cluster, and "
-                "--address uses a cluster already started"
+                "--address and --workers do not go together: --workers sizes a local "
+                "cluster, and --address uses a cluster already started"
             )
         if self.address and self.backend == "threads":
             raise ValueError(
-                "--address and --backend threads do not go together: the threads backend runs in "
-                "this process; --address needs --backend dask"
+                "--address and --backend threads do not go together: the threads "
+                "backend runs in this process; --address needs --backend dask"
             )
         if self.address:
             check_address(self.address)

@@ -25,6 +25,7 @@ This module holds no puzzle logic: it only groups, submits and counts.
 import time
 from collections import Counter
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, task
@@ -580,6 +581,8 @@ def run_sweep(spec: SpecSource, catalog: str = "results", api=None, **options: A
     after it. Raises as `sweep` does; KeyboardInterrupt when the run was interrupted.
     A run that ends Failed (instances in error, batches failed) returns its report."""
     control = options.setdefault("control", Control())
+    if isinstance(spec, str) and "\n" not in spec and "://" not in spec:
+        spec = str(Path(spec).resolve())  # the flow run's parameter names the file read
     with prefect_api(api):
         state = sweep(spec, catalog, return_state=True, **options)
     if state.is_cancelled():

@@ -42,9 +42,9 @@ def test_listeners_hear_the_run_and_a_shipped_control_carries_none():
 
 
 def test_conflicting_cluster_settings_are_refused_naming_both():
-    with pytest.raises(BadInput, match="--address and --workers conflict"):
+    with pytest.raises(BadInput, match="--address and --workers do not go together"):
         Cluster.of(address="tcp://127.0.0.1:8786", workers=2)
-    with pytest.raises(BadInput, match="--address and --backend threads conflict"):
+    with pytest.raises(BadInput, match="--address and --backend threads do not go together"):
         Cluster.of(address="tcp://127.0.0.1:8786", backend="threads")
     with pytest.raises(BadInput, match="backend"):
         Cluster.of(backend="processes")

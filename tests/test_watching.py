@@ -76,7 +76,9 @@ def test_prefect_shows_the_run_by_name_tags_task_names_and_logs(prefect_server, 
     assert len(names) == 3, names
     assert all(re.fullmatch(r"(no_k_in_row|domination)-batch-\d{4}", n) for n in names), names
     assert {n.rsplit("-", 1)[1] for n in names} == {"0000", "0001", "0002"}
-    assert all(set(t.tags) >= {"sweep:watched"} for t in task_runs)
+    # each task run carries only its own batch's family (and the sweep)
+    family = {t.name: "family:" + t.name.rsplit("-batch-", 1)[0] for t in task_runs}
+    assert all(set(t.tags) == {"sweep:watched", family[t.name]} for t in task_runs)
     messages = [log.message for log in logs]
     start = [m for m in messages if re.match(r"run \S+ of sweep watched: 3 instances planned", m)]
     end = [m for m in messages if re.match(r"run \S+ finished: 3 instances solved", m)]
