@@ -181,7 +181,9 @@ def test_solve_holds_its_time_limit_from_the_start_of_building_the_model(tmp_pat
     )
     assert code == 0 and limit_held(seconds, 3 + 10, reference), output  # limit, grace
     assert "status time_limit" in output and "stopped: " in output, output
-    assert peak < 2 * GIB
+    # the model grows as long as it is built: 2.2 GB when the machine was loaded, far
+    # below the 6.2 GB of a limit counted from the solver's start
+    assert peak < 4 * GIB
 
 
 def _solver_child(process: subprocess.Popen, timeout: float = 120):
