@@ -282,17 +282,23 @@ def test_a_dry_run_of_a_spec_beyond_what_a_run_can_plan_is_refused_by_counting(t
     assert not (tmp_path / "results").exists()
 
 
+def run_and_prove(tmp_path: Path) -> dict[str, list[str]]:
+    """The arguments of a `run` of the SLOW spec (written under `tmp_path`) and of a
+    `prove` of 6x7x6: the two commands that start a cluster."""
+    spec = tmp_path / "slow.toml"
+    spec.write_text(SLOW)
+    return {
+        "run": ["run", str(spec)],
+        "prove": ["prove", "no_k_in_row", "dims=6,7,6", "k=5", "--split", "1:0,6"],
+    }
+
+
 def test_a_worker_count_the_machine_cannot_hold_is_refused_at_once(tmp_path):
     # --workers 100000 printed its first line, then sat for 7 minutes growing to 2.1 GB.
     from puzzlesweep.cli.common import CORES, WORKERS_PER_CORE, check_workers
     from puzzlesweep.core import BadInput
 
-    spec = tmp_path / "slow.toml"
-    spec.write_text(SLOW)
-    runs = {
-        "run": ["run", str(spec)],
-        "prove": ["prove", "no_k_in_row", "dims=6,7,6", "k=5", "--split", "1:0,6"],
-    }
+    runs = run_and_prove(tmp_path)
     for args in runs.values():
         code, seconds, peak, output = measured(
             tmp_path, *args, "--catalog", str(tmp_path / "results"), "--workers", "100000"
@@ -335,14 +341,10 @@ def silent_server() -> Iterator[str]:
 
 def test_an_address_that_accepts_and_never_answers_exits_2_before_any_run(tmp_path):
     # run and prove hung past 120 s on such a port (prove printed nothing at all).
-    spec = tmp_path / "slow.toml"
-    spec.write_text(SLOW)
     catalog = str(tmp_path / "results")
     with silent_server() as address:
-        commands = {
-            "run": ["run", str(spec), "--connect-timeout", "3"],
-            "prove": ["prove", "no_k_in_row", "dims=6,7,6", "k=5", "--split", "1:0,6"],
-        }
+        commands = run_and_prove(tmp_path)
+        commands["run"] += ["--connect-timeout", "3"]
         for name, args in commands.items():
             code, seconds, peak, output = measured(
                 tmp_path, *args, "--catalog", catalog, "--address", address, timeout=300
@@ -357,12 +359,7 @@ def test_an_address_that_accepts_and_never_answers_exits_2_before_any_run(tmp_pa
 
 def test_a_dashboard_address_that_cannot_be_bound_is_one_line_before_any_run_row(tmp_path):
     # 8.8.8.8 is no address of this machine: two tracebacks, exit 1 and a run row before.
-    spec = tmp_path / "slow.toml"
-    spec.write_text(SLOW)
-    commands = {
-        "run": ["run", str(spec)],
-        "prove": ["prove", "no_k_in_row", "dims=6,7,6", "k=5", "--split", "1:0,6"],
-    }
+    commands = run_and_prove(tmp_path)
     for args in commands.values():
         code, seconds, peak, output = measured(
             tmp_path,
