@@ -16,9 +16,9 @@ from prefect import get_run_logger
 
 from puzzlesweep.flows.batch_task import instances_word, solve_batch
 from puzzlesweep.flows.batches import Batch, Planner
-from puzzlesweep.flows.cluster import Watch
 from puzzlesweep.flows.control import Control
 from puzzlesweep.flows.faults import CatalogUnwritable, first_line, permanent
+from puzzlesweep.flows.probes import Watch
 from puzzlesweep.flows.progress import Progress
 from puzzlesweep.flows.submit import submit_all
 

@@ -39,7 +39,6 @@ from puzzlesweep.flows.batches import Batch
 from puzzlesweep.flows.cluster import (
     Cluster,
     configured_api,
-    connect,
     prefect_api,
     warn_remote_without_api,
     worker_events,
@@ -47,6 +46,7 @@ from puzzlesweep.flows.cluster import (
 from puzzlesweep.flows.control import Control
 from puzzlesweep.flows.faults import RunStopped
 from puzzlesweep.flows.flight import solve_batches
+from puzzlesweep.flows.probes import connect
 from puzzlesweep.flows.run_record import SpecSource
 
 __all__ = ["Batch", "RETRIES", "run_sweep", "solve_batch", "sweep"]

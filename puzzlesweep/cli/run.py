@@ -101,7 +101,8 @@ def run(
     if dry_run:
         return _dry_run(spec, catalog_path, force, max_instances, workers or CORES)
     with _bad_input():  # everything is validated before any work starts
-        from puzzlesweep.flows.cluster import Cluster, probe_scheduler
+        from puzzlesweep.flows.cluster import Cluster
+        from puzzlesweep.flows.probes import probe_scheduler
         from puzzlesweep.flows.spec import load
 
         Cluster.of(backend=backend, address=address, workers=workers)
@@ -338,7 +339,7 @@ def _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard_add
     and never answers exits 2 in 10 s) or on a local one of `workers` (default: the
     cores), announcing its links on stderr; returns `flows.prove.run_prove`'s report.
     A run's failures exit as `run_errors` says."""
-    from puzzlesweep.flows.cluster import probe_scheduler
+    from puzzlesweep.flows.probes import probe_scheduler
     from puzzlesweep.flows.prove import run_prove
 
     quiet_dask()
