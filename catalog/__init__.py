@@ -180,14 +180,9 @@ def versions() -> dict[str, str]:
     }
 
 
-from puzzlesweep.catalog.maintenance import (  # noqa: E402
-    Problem,
-    check,
-    compact,
-    history,
-    migrate,
-    repair,
-)
+from puzzlesweep.catalog.compaction import compact  # noqa: E402
+from puzzlesweep.catalog.legacy import migrate  # noqa: E402
+from puzzlesweep.catalog.maintenance import Problem, check, history, repair  # noqa: E402
 from puzzlesweep.catalog.runs import (  # noqa: E402
     Heartbeat,
     claim,

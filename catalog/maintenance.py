@@ -1,4 +1,5 @@
-"""Keeping a catalog healthy: check, repair, compact, history, and migrate the old layout.
+"""Keeping a catalog healthy: check, repair and history (`compaction.compact` merges
+and vacuums, `legacy.migrate` copies the old layout).
 
 - `check` reads every data file of `results` and `runs` whole and names each one that
   is missing or cannot be read, and any result stored twice by one run.
@@ -6,11 +7,6 @@
   `CATALOG/damaged/`), and names the instances whose rows were lost, from the commit
   info that every batch commit carries (`store.KEYS`); a re-run of the sweep then solves
   exactly those again, since nothing else is missing.
-- `compact` is Delta's optimize (small files merged into large ones, one commit) then
-  vacuum (files no version younger than the retention needs are deleted). A reader sees
-  one version or the next, never both sets of files, so no row is ever counted twice.
-- `migrate` copies a catalog of the old layout (`family=NAME/*.parquet`, `_commits/`,
-  `_runs/`) into a new catalog, re-verifying every row.
 """
 
 import json
@@ -29,7 +25,6 @@ from puzzlesweep.catalog.store import (
     KEYS,
     RESULTS,
     RUNS,
-    CatalogDamaged,
     Location,
     commits,
     damaged_commits,
@@ -40,10 +35,6 @@ from puzzlesweep.catalog.store import (
 )
 from puzzlesweep.core import DONE_KEY, BadInput
 
-#: `runs` keeps the files of its versions of the last hour even with `--retain-hours 0`:
-#: a reader or a maintenance lease that loaded it a moment ago still reads them.
-RUNS_RETAIN_HOURS = 1
-COMPACT_ATTEMPTS = 10  # optimizes of one table refused by a concurrent row replacement
 DAMAGED = "damaged"  # CATALOG/damaged/VERSION/PATH: files taken out by `repair`
 
 
@@ -363,64 +354,6 @@ def _remove_duplicates(location: Location) -> int:
     return rows.num_rows - kept.num_rows
 
 
-def compact(catalog, retain_hours: int = 168) -> dict:
-    """Optimize both tables (merge small files into large ones, one commit each), then
-    vacuum: delete files that no version of the last `retain_hours` hours needs (0
-    frees the disk at once, but a reader that still holds an older version then fails;
-    `runs` keeps at least `RUNS_RETAIN_HOURS`).
-    Returns {"results": {"files_removed", "files_added", "deleted", "version"}, "runs":
-    ..., "deleted": N in all}. The command holds the maintenance lease (`runs.lease`),
-    whose row the `runs` table keeps. Raises BadInput for a missing catalog or while
-    another maintenance command holds the lease, CatalogDamaged for a data file that
-    cannot be read (nothing is changed then)."""
-    from puzzlesweep.catalog import exists
-
-    location = locate(catalog)
-    if not exists(location):
-        raise BadInput(f"catalog {location.uri} does not exist")
-    report: dict = {"deleted": 0}
-    with lease(location, "compact"):
-        for name in (RESULTS, RUNS):
-            if open_table(location, name) is not None:
-                report[name] = _compact(location, name, retain_hours, report)
-    return report
-
-
-def _compact(location: Location, name: str, retain_hours: int, report: dict) -> dict:
-    """Optimize then vacuum table `name` (see `compact`); counts deleted files in
-    `report["deleted"]`, returns {"files_removed", "files_added", "deleted", "version"}. A run's
-    heartbeat replacing its row while `runs` is optimized makes delta-rs refuse the
-    optimize (it read the replaced file): it is tried again on the new version, up to
-    `COMPACT_ATTEMPTS` times in all, then deltalake's CommitFailedError is raised."""
-    from deltalake.exceptions import CommitFailedError
-
-    for attempt in range(COMPACT_ATTEMPTS):
-        table = open_table(location, name)
-        if damaged := damaged_files(location, table):
-            raise CatalogDamaged(
-                f"catalog {location.uri}: data file {damaged[0][0]} cannot be read; "
-                "run `puzzlesweep catalog repair` before compacting"
-            )
-        try:
-            metrics = table.optimize.compact()
-            break
-        except CommitFailedError:
-            if attempt == COMPACT_ATTEMPTS - 1:
-                raise
-    if name == RUNS:  # tiny, and read whole by every reader and lease: never pulled away
-        retain_hours = max(retain_hours, RUNS_RETAIN_HOURS)
-    deleted = table.vacuum(
-        retention_hours=retain_hours, dry_run=False, enforce_retention_duration=False
-    )
-    report["deleted"] += len(deleted)
-    return {
-        "files_removed": metrics["numFilesRemoved"],
-        "files_added": metrics["numFilesAdded"],
-        "deleted": len(deleted),
-        "version": table.version(),
-    }
-
-
 def history(catalog, limit: int | None = None) -> list[dict]:
     """The commits of `results`, newest first: {"version", "timestamp" (UTC datetime),
     "operation", "rows" (added), "files_added", "files_removed", "app_id"}. Raises
@@ -443,50 +376,3 @@ def history(catalog, limit: int | None = None) -> list[dict]:
             }
         )
     return entries
-
-
-def migrate(source, target) -> dict:
-    """Copy the catalog of the old layout at `source` (a local directory) into a new
-    catalog at `target` (which must not hold anything yet): every visible result row,
-    re-verified from its solution (`verified` and `error` say what the check found now),
-    and every run manifest. One commit per old file, with application transactions, so
-    an interrupted migration run again copies only what is missing. Returns {"rows",
-    "files", "runs", "failed" (rows whose re-check failed)}. Raises BadInput for a
-    source of another layout or a target that already holds something."""
-    from puzzlesweep import puzzles
-    from puzzlesweep.catalog import check_writable, prepare, write_batch, write_run
-    from puzzlesweep.catalog.legacy import manifests, visible_files
-    from puzzlesweep.solve import recheck
-
-    old = locate(source)
-    if not old.local:
-        raise BadInput(f"migrate reads a local directory, not {old.uri}")
-    new = check_writable(target)  # a catalog already (an interrupted migration) is fine
-    files = visible_files(old.uri)
-    report = {"rows": 0, "files": len(files), "runs": 0, "failed": 0}
-    families = sorted({family for family, _ in files})
-    unknown = [f for f in families if f not in puzzles.FAMILIES]
-    if unknown:
-        raise BadInput(f"{old.uri}: unknown families {', '.join(unknown)}")
-    prepare(new, [puzzles.get(f).Params for f in families])
-    for family, path in files:
-        model = puzzles.get(family).Params
-        rows = pq.read_table(path).to_pylist()
-        for row in rows:
-            row["family"] = family
-            row.setdefault("params_key", None)
-            row["params_key"] = row["params_key"] or row["instance_key"]
-            row["equivalent"] = bool(row.get("equivalent"))
-            if row.get("solution") is not None:
-                why = recheck(family, row)
-                row["verified"] = why is None
-                row["error"] = row.get("error") if why is None else f"migration re-check: {why}"
-                report["failed"] += why is not None
-            row["params"] = {name: row.pop(name, None) for name in model.model_fields}
-        write_batch(new, model, rows, app_id=f"migrate-{posixpath.basename(path)}")
-        report["rows"] += len(rows)
-    for run in manifests(old.uri):
-        run["heartbeat_at"] = run.get("finished_at") or run.get("started_at")
-        write_run(new, run)
-        report["runs"] += 1
-    return report

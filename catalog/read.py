@@ -22,10 +22,9 @@ from puzzlesweep.catalog.store import (
     Location,
     exists,
     locate,
-    missing_files,
     open_table,
-    readable_versions,
 )
+from puzzlesweep.catalog.versions import missing_files, readable_versions
 from puzzlesweep.core import DONE_KEY, FINAL, BadInput, DoneKey
 
 CatalogLike = str | Path | Location

@@ -31,14 +31,13 @@ Roads not taken:
 
 import json
 import os
-import posixpath
 import random
 import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -149,7 +148,8 @@ def is_table(location: Location, name: str) -> bool:
 def open_table(location: Location, name: str, version: "int | str | datetime | None" = None):
     """The DeltaTable `name` at its latest version, at `version` (an int), or as it was
     at a time (an ISO 8601 string or a datetime; naive means UTC): the last version
-    committed at or before it, by the commit times `catalog history` shows. None when
+    committed at or before it, by the commit times `catalog history` shows
+    (`versions.version_at`). None when
     the table does not exist. Raises BadInput for a version the table does not have or
     a time before its first commit, CatalogDamaged (naming the file) when the latest
     version cannot be loaded."""
@@ -174,7 +174,9 @@ def open_table(location: Location, name: str, version: "int | str | datetime | N
         raise CatalogDamaged(f"catalog {location.uri}: {name} cannot be read: {reason}") from None
     if version is None:
         return table
-    number = _version_at(location, name, table.version(), version)
+    from puzzlesweep.catalog.versions import version_at  # time travel only when asked
+
+    number = version_at(location, name, table.version(), version)
     try:
         table.load_as_version(number)
     except (DeltaError, ValueError) as exc:
@@ -182,71 +184,6 @@ def open_table(location: Location, name: str, version: "int | str | datetime | N
             f"catalog {location.uri}: {name} has no version {number}: {first_line(exc)}"
         ) from None
     return table
-
-
-def _version_at(location: Location, name: str, latest: int, when: "int | str | datetime") -> int:
-    """The version of table `name` that `when` (a version, or a time) names; raises
-    BadInput for a version outside 0..`latest` or a time before the first commit."""
-    if isinstance(when, int):
-        if not 0 <= when <= latest:
-            raise BadInput(
-                f"catalog {location.uri}: {name} has no version {when}; "
-                f"its versions are 0..{latest}"
-            )
-        return when
-    if isinstance(when, str):
-        try:
-            when = datetime.fromisoformat(when)
-        except ValueError:
-            raise BadInput(f"{when!r} is neither a version nor an ISO 8601 time") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    stamps = {
-        number: datetime.fromtimestamp(info["timestamp"] / 1000, UTC)
-        for number, actions in commits(location, name).items()
-        for info in [next((a["commitInfo"] for a in actions if "commitInfo" in a), {})]
-        if "timestamp" in info and number <= latest
-    }
-    before = [number for number, stamp in stamps.items() if stamp <= when]
-    if not before:
-        first = min(stamps, default=0)
-        at = f" ({stamps[first]:%Y-%m-%d %H:%M:%S} UTC)" if first in stamps else ""
-        raise BadInput(
-            f"catalog {location.uri}: {name} did not exist yet at {when:%Y-%m-%d %H:%M:%S} "
-            f"UTC; its first commit is version {first}{at}"
-        )
-    return max(before)
-
-
-def missing_files(location: Location, table) -> list[str]:
-    """The data files of `table`'s loaded version (relative to the catalog root) that
-    are no longer in the storage (deleted by a vacuum, or lost)."""
-    from urllib.parse import unquote
-
-    name = posixpath.basename(table.table_uri.rstrip("/"))
-    actions = pa.table(table.get_add_actions(flatten=True))
-    paths = [f"{name}/{unquote(p)}" for p in actions.column("path").to_pylist()]
-    infos = filesystem(location).get_file_info(paths)
-    return [info.path for info in infos if info.type == pafs.FileType.NotFound]
-
-
-def readable_versions(location: Location, name: str) -> tuple[int, int] | None:
-    """(oldest, latest): the versions of table `name` whose data files are all still
-    there (a vacuum deletes the files of the oldest versions first, so they form one
-    range), found by bisection; None when not even the latest is readable."""
-    table = open_table(location, name)
-    latest = table.version()
-    if missing_files(location, table):
-        return None
-    low, high = 0, latest  # the answer lies in low..high; `high` is readable
-    while low < high:
-        middle = (low + high) // 2
-        table.load_as_version(middle)
-        if missing_files(location, table):
-            low = middle + 1
-        else:
-            high = middle
-    return low, latest
 
 
 def first_line(exc: BaseException) -> str:

@@ -1,17 +1,15 @@
-"""Where a run's work goes: the Dask cluster, the Prefect API, and the watch over both.
+"""Where a run's work goes: the Dask cluster and the Prefect API (`probes` checks both).
 
 `dask_cluster` connects to a scheduler or starts a `LocalCluster`; `prefect_api` uses the
 configured Prefect API (`configured_api`) or a temporary one (`flows.api.TemporaryAPI`)
-and points the workers at it; `Watch` probes both while batches run; `worker_identity`
-and `warm_worker` run on the workers. Sweeps and proofs start their cluster and API
-through this module alone; it holds no puzzle logic.
+and points the workers at it; `probes.Watch` watches both while batches run;
+`worker_identity` and `warm_worker` run on the workers. Sweeps and proofs start their
+cluster and API through this module alone; it holds no puzzle logic.
 """
 
 import logging
 import os
-import re
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
@@ -20,8 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows.api import TemporaryAPI, configured_api
-
-ADDRESS = re.compile(r"^(tcp|tls)://[^\s:/]+:\d{1,5}$")
+from puzzlesweep.flows.probes import answers, check_address, connect
 
 
 def worker_identity() -> tuple[str, int | None]:
@@ -155,18 +152,6 @@ def warm_worker(memory_limit: int | None = None) -> str:
     return worker
 
 
-def answers(url: str, timeout: float = 2.0) -> bool:
-    """Does `url` answer a GET with 200 within `timeout` seconds? (A scheduler started
-    with `--no-dashboard` still names a dashboard link, which answers 404.)"""
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            return response.status == 200
-    except (OSError, ValueError):
-        return False
-
-
 @contextmanager
 def prefect_api(api: TemporaryAPI | None = None) -> Iterator[str]:
     """Use the configured Prefect API, or a temporary API server for the whole run
@@ -194,64 +179,6 @@ def prefect_api(api: TemporaryAPI | None = None) -> Iterator[str]:
                 from prefect.logging.handlers import APILogWorker
 
                 APILogWorker.drain_all(timeout=5)
-
-
-def check_address(address: str) -> str:
-    """`address` if it is a Dask scheduler address `tcp://HOST:PORT` (or `tls://`);
-    raises BadInput naming it otherwise."""
-    if not ADDRESS.match(address) or not 0 < int(address.rsplit(":", 1)[1]) < 65536:
-        raise BadInput(f"--address {address!r} is not a Dask scheduler address tcp://HOST:PORT")
-    return address
-
-
-def probe_scheduler(address: str, timeout: float = 10.0) -> str:
-    """`address` once the Dask scheduler there has answered an identity request, the
-    whole exchange bounded by `timeout` seconds: a port that accepts a connection and
-    never answers would hold `distributed.Client` for ever. Raises BadInput naming the
-    address for a malformed one, one where nothing answers in time, or one where what
-    answers is not a Dask scheduler. A `tls://` address is only checked for its form
-    (the probe has no certificates)."""
-    import asyncio
-
-    check_address(address)
-    if address.startswith("tls://"):
-        return address
-    try:
-        reply = asyncio.run(asyncio.wait_for(_identity(address, timeout), timeout))
-    except TimeoutError:
-        reply = f"no Dask scheduler answered within {timeout:g} s"
-    except Exception as exc:  # noqa: BLE001 (refused, reset, or not Dask's protocol)
-        reply = f"no Dask scheduler answered within {timeout:g} s ({str(exc)[:200]})"
-    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
-        why = reply if isinstance(reply, str) else "what answered is not a Dask scheduler"
-        raise BadInput(f"--address {address}: {why}")
-    return address
-
-
-async def _identity(address: str, timeout: float) -> object:
-    """The reply of the Dask server at `address` to an `identity` request."""
-    from distributed.comm import connect as open_comm
-
-    comm = await open_comm(address, timeout=timeout)
-    try:
-        await comm.write({"op": "identity", "reply": True})
-        return await comm.read()
-    finally:
-        comm.abort()
-
-
-def connect(address: str, timeout: float = 10.0):
-    """A `distributed.Client` of the scheduler at `address`. Raises BadInput for a
-    malformed address or one where no scheduler answers within `timeout` seconds."""
-    from distributed import Client
-
-    check_address(address)
-    try:
-        return Client(address, timeout=timeout)
-    except (OSError, TimeoutError) as exc:
-        raise BadInput(
-            f"--address {address}: no Dask scheduler answered within {timeout:g} s ({exc})"
-        ) from None
 
 
 @contextmanager
@@ -319,78 +246,6 @@ def warn_remote_without_api(
             "on 127.0.0.1 only: workers on other hosts cannot report their tasks. "
             "Point PREFECT_API_URL at a Prefect server they reach (deploy/README.md)."
         )
-
-
-#: Seconds a Prefect API or Dask scheduler may fail its probes before the run stops.
-LOST_SECONDS = 4.0
-
-
-class Watch:
-    """While its `with` block runs, a daemon thread probes the Prefect API this process
-    uses (GET /health) and the Dask scheduler at `scheduler` (a TCP connection) every
-    second; when one has failed every probe for `LOST_SECONDS`, it calls
-    `on_lost(reason)` once (in its thread) and stops. A probe costs a millisecond or
-    two; nothing is probed that is not configured."""
-
-    def __init__(self, scheduler: str | None, on_lost: Callable[[str], None]):
-        self.api = configured_api()
-        self.scheduler = scheduler
-        self.on_lost = on_lost
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="run-watch", daemon=True)
-
-    def _api_answers(self) -> bool:
-        import urllib.request
-
-        try:
-            with urllib.request.urlopen(f"{self.api}/health", timeout=2) as response:
-                return response.status == 200
-        except OSError:
-            return False
-
-    def _scheduler_answers(self) -> bool:
-        import socket
-
-        host, port = self.scheduler.split("://", 1)[-1].rsplit(":", 1)
-        try:
-            socket.create_connection((host.strip("[]"), int(port)), timeout=2).close()
-            return True
-        except OSError:
-            return False
-
-    def _run(self) -> None:
-        probes = []
-        if self.api:
-            probes.append((f"the Prefect API at {self.api} stopped answering", self._api_answers))
-        if self.scheduler:
-            probes.append(
-                (
-                    f"the Dask scheduler at {self.scheduler} stopped answering",
-                    self._scheduler_answers,
-                )
-            )
-        failing: dict[str, float] = {}
-        while probes and not self._done.wait(1.0):
-            for reason, probe in probes:
-                if probe():
-                    failing.pop(reason, None)
-                    continue
-                since = failing.setdefault(reason, time.monotonic())
-                if time.monotonic() - since >= LOST_SECONDS and not self._done.is_set():
-                    self._done.set()
-                    self.on_lost(f"{reason} (for {LOST_SECONDS:g} s)")
-                    return
-
-    def stop(self) -> None:
-        """Stop probing (the thread ends within a second)."""
-        self._done.set()
-
-    def __enter__(self) -> "Watch":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 class Cluster(BaseModel):

@@ -275,6 +275,21 @@ def preview(
     if catalog.files(location):
         _, rows = catalog.query(location, PAST_SECONDS)
         past = {(f, s, t): mean for f, s, t, mean, _ in rows}
+    studies = _studies(plan, todo, past)
+    known = [e["seconds"] for e in studies if e["seconds"] is not None]
+    return {
+        "sweep": plan.name,
+        "studies": studies,
+        "seconds": sum(known) / max(1, workers),
+        "unknown": sum(1 for e in studies if e["seconds"] is None),
+    }
+
+
+def _studies(plan: Sweep, todo: list, past: dict[tuple, float]) -> list[dict[str, Any]]:
+    """`preview`'s one dict per study of `plan`: its instances and canonical classes,
+    those in the catalog (not in `todo`) and those to solve, and the seconds of the
+    classes to solve at `past`'s mean seconds per (family, solver, time limit); None
+    when a class to solve has no past time."""
     pending = {id(job) for job in todo}
     studies: dict[int, dict[str, Any]] = {}
     for job in plan.jobs:
@@ -312,10 +327,4 @@ def preview(
         entry["classes_to_solve"] = len(entry["classes_to_solve"])
         if not entry["classes_to_solve"]:
             entry["seconds"] = 0.0
-    known = [e["seconds"] for e in studies.values() if e["seconds"] is not None]
-    return {
-        "sweep": plan.name,
-        "studies": list(studies.values()),
-        "seconds": sum(known) / max(1, workers),
-        "unknown": sum(1 for e in studies.values() if e["seconds"] is None),
-    }
+    return list(studies.values())

@@ -19,236 +19,37 @@ worker, or that Prefect retries after a transient failure (`retries`), writes no
 twice: every instance is in the catalog once. A batch that fails all its attempts is
 counted in the report and the others go on.
 
-This module holds no puzzle logic: it only groups, submits and counts.
+This module holds no puzzle logic: it claims the run, starts the cluster and ends the
+flow run's state. The batch task is `batch_task.solve_batch` (what runs on the
+workers); the batches in flight are `flight.solve_batches`.
 """
 
-import time
-from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow
 from prefect.exceptions import TerminationSignal
 from prefect.states import Cancelled, Failed
 
-from puzzlesweep import __version__, catalog, puzzles
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows import run_record
-from puzzlesweep.flows.batches import Batch, Planner
+from puzzlesweep.flows.batch_task import RETRIES, instances_word, solve_batch
+from puzzlesweep.flows.batches import Batch
 from puzzlesweep.flows.cluster import (
     Cluster,
-    Watch,
     configured_api,
-    connect,
     prefect_api,
-    quiet_closed_heartbeats,
-    report_to,
     warn_remote_without_api,
     worker_events,
-    worker_identity,
 )
 from puzzlesweep.flows.control import Control
-from puzzlesweep.flows.faults import (
-    CatalogUnwritable,
-    RunStopped,
-    first_line,
-    permanent,
-    retry_transient,
-)
-from puzzlesweep.flows.progress import Progress
+from puzzlesweep.flows.faults import RunStopped
+from puzzlesweep.flows.flight import solve_batches
+from puzzlesweep.flows.probes import connect
 from puzzlesweep.flows.run_record import SpecSource
-from puzzlesweep.flows.submit import submit_all
-from puzzlesweep.solve import empty_row, solve_classes
 
-RETRIES = 2  # extra attempts of a batch after a transient failure (Prefect task retries)
-
-
-def _report(app_id: str, rows: list[dict], attempt: int, seconds: float) -> dict:
-    return {
-        "commit": app_id,
-        "counts": dict(Counter(row["status"] for row in rows)),
-        "instances": len(rows),
-        "verified": sum(bool(row["verified"]) for row in rows),
-        "attempt": attempt,
-        "seconds": seconds,
-    }
-
-
-@task(
-    name="solve-batch",
-    cache_policy=NO_CACHE,
-    retries=RETRIES,
-    retry_delay_seconds=2,
-    retry_condition_fn=retry_transient,
-)
-def solve_batch(
-    batch: Batch, catalog_path: str, memory_limit: int | None = None, topic: str | None = None
-) -> dict:
-    """Solve, verify and commit one batch; returns {"commit" (its application
-    transaction id, RUN-NUMBER), "counts" (status → count), "instances", "verified",
-    "attempt" (1 for the first run of this task, 2 for its first retry...), "seconds"
-    (wall time of this attempt)}.
-
-    Each instance runs in this thread's child process (`isolate.Child`) under its time
-    and node limits and `memory_limit` bytes (default: the Dask worker's memory limit per
-    thread; None: no limit). A batch already committed (an earlier attempt wrote it, but
-    its report was lost with its worker) is read back, not solved again. Raises OSError
-    when the catalog cannot be written transiently (Prefect retries the task),
-    CatalogUnwritable when no retry can help (`faults.permanent`: not retried), and
-    isolate.Interrupted when a solver was stopped from outside (its rows are not
-    written: an interrupted instance is not done). With `topic`, each finished class of
-    equivalent instances is reported as a Dask event (batch number, instances) under
-    that topic, which the run's progress display follows."""
-    from prefect.runtime import task_run
-
-    started = time.perf_counter()
-    attempt = task_run.get_run_count() or 1
-    if attempt > 1:
-        get_run_logger().warning("batch %d: attempt %d", batch.number, attempt)
-    family = puzzles.get(batch.family)
-    app_id = f"{batch.run_id}-{batch.number:05d}"
-    if catalog.committed(catalog_path, app_id):
-        _, rows = catalog.query(
-            catalog_path,
-            "SELECT status, verified FROM results WHERE run_id = ? AND family = ? "
-            "AND params_key IN (SELECT unnest(?))",
-            [batch.run_id, batch.family, [i.params_key for i in batch.instances()]],
-        )
-        rows = [{"status": status, "verified": verified} for status, verified in rows]
-    else:
-        rows = _solve_rows(batch, memory_limit, topic)
-        try:
-            catalog.write_batch(catalog_path, family.Params, rows, app_id)
-        except Exception as exc:
-            if permanent(exc):
-                raise CatalogUnwritable(
-                    f"catalog {catalog_path} cannot be written: {first_line(exc)}"
-                ) from None
-            raise
-        _tell(batch, rows)
-    report = _report(app_id, rows, attempt, time.perf_counter() - started)
-    _publish(batch, rows, report)
-    return report
-
-
-def _number(value: Any) -> str:
-    """A number as people read it: integers without '.0', lists comma-joined, None as
-    '-'."""
-    if value is None:
-        return "-"
-    if isinstance(value, list | tuple):
-        return ",".join(map(_number, value))
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() else f"{value:.4g}"
-    return str(value)
-
-
-def instance_words(family: str, row: dict) -> str:
-    """An instance named by its parameters, e.g. `domination[piece=knight rows=8 cols=8]`
-    (`row`: a result row, its parameters in columns or under "params")."""
-    values = {**row, **(row.get("params") or {})}  # a solved row holds them in `params`
-    fields = puzzles.get(family).Params.model_fields
-    return f"{family}[{' '.join(f'{k}={_number(values.get(k))}' for k in fields)}]"
-
-
-def _logger():
-    """The task run's logger, or this module's outside a run (a task's body called
-    directly)."""
-    import logging
-
-    from prefect.exceptions import MissingContextError
-
-    try:
-        return get_run_logger()
-    except MissingContextError:
-        return logging.getLogger(__name__)
-
-
-def _tell(batch: Batch, rows: list[dict]) -> None:
-    """Log one line per instance of `batch` on its task run: parameters in words,
-    status, objective, bound, gap and seconds. INFO; WARNING for a stop at a time or
-    node limit; ERROR with the message for an error."""
-    import logging
-
-    logger = _logger()
-    for row in rows:
-        status = row["status"]
-        line = (
-            f"{instance_words(batch.family, row)}: {status}, objective "
-            f"{_number(row.get('objective'))}, bound {_number(row.get('bound'))}, gap "
-            f"{_number(row.get('gap'))}, {row.get('solve_seconds') or 0:.2f} s"
-        )
-        if status == "error":
-            logger.error("%s: %s", line, row.get("error"))
-        else:
-            level = logging.WARNING if status in ("time_limit", "node_limit") else logging.INFO
-            logger.log(level, "%s", line)
-
-
-def _publish(batch: Batch, rows: list[dict], report: dict) -> None:
-    """Show what the batch did in Prefect's UI: a table artifact of its instances (or
-    of its counts, when they were read back), its commit and seconds in the description."""
-    from prefect.artifacts import create_table_artifact
-    from prefect.context import TaskRunContext
-
-    if TaskRunContext.get() is None:  # the task's body called directly: no task run
-        return
-    if rows and "family" in rows[0]:
-        table = [
-            {
-                "instance": instance_words(batch.family, row),
-                "status": row["status"],
-                "objective": _number(row.get("objective")),
-                "bound": _number(row.get("bound")),
-                "gap": _number(row.get("gap")),
-                "seconds": round(row.get("solve_seconds") or 0.0, 2),
-            }
-            for row in rows
-        ]
-    else:
-        table = [{"status": k, "instances": n} for k, n in sorted(report["counts"].items())]
-    n = report["instances"]
-    create_table_artifact(
-        table=table,
-        description=f"batch {batch.number} ({batch.family}): {n} "
-        f"{'instance' if n == 1 else 'instances'} committed as {report['commit']}, "
-        f"attempt {report['attempt']}, {report['seconds']:.1f} s",
-    )
-
-
-def _solve_rows(batch: Batch, memory_limit: int | None, topic: str | None) -> list[dict]:
-    """The catalog rows of every instance of `batch`, each solved and verified in this
-    thread's child process."""
-    from puzzlesweep.flows.isolate import child_for_thread
-    from puzzlesweep.puzzles import Instance
-
-    worker, worker_memory = worker_identity()
-    quiet_closed_heartbeats()  # also on a worker that joined after the warm-up
-    child = child_for_thread(memory_limit or worker_memory)
-
-    def solve_canonical(canonical: Instance) -> dict:
-        request = {
-            "family": batch.family,
-            "params": canonical.params.model_dump(),
-            "solver": batch.solver,
-            "time_limit": batch.limits.time_limit,
-            "node_limit": batch.limits.node_limit,
-            "count": batch.count,
-        }
-        return {**empty_row(canonical, batch.solver, batch.limits), **child.solve(request)}
-
-    rows = solve_classes(batch.instances(), solve_canonical, report_to(topic, batch.number))
-    for row in rows:
-        row.update(
-            run_id=batch.run_id,
-            sweep=batch.sweep,
-            worker=worker,
-            puzzlesweep_version=__version__,
-            schema_version=catalog.SCHEMA_VERSION,
-        )
-    return rows
+__all__ = ["Batch", "RETRIES", "run_sweep", "solve_batch", "sweep"]
 
 
 @flow(name="sweep", validate_parameters=False)
@@ -295,6 +96,22 @@ def sweep(
     a re-run solves what is missing)."""
     control = control or Control()
     control.on_flow_start()
+    cluster = _checked_cluster(backend, address, workers, dashboard_address, connect_timeout)
+    try:  # a stop at any moment after the claim ends the row it wrote
+        run = run_record.start(
+            spec, catalog, force, max_instances, allow_concurrent, batch_size, control
+        )
+        _name_flow_run(run, control)
+        report = _solve_run(run, control, cluster, batch_size, memory_limit, retries)
+    except BaseException as exc:
+        return _ended_by(exc, control)
+    return _outcome(run, report, control)
+
+
+def _checked_cluster(backend, address, workers, dashboard_address, connect_timeout) -> Cluster:
+    """The run's validated cluster settings (`Cluster.of`); a scheduler at `address`
+    that does not answer within `connect_timeout` seconds is refused here, as bad input,
+    before the run's row is written. Raises BadInput."""
     cluster = Cluster.of(
         backend=backend,
         address=address,
@@ -302,27 +119,34 @@ def sweep(
         dashboard_address=dashboard_address,
         connect_timeout=connect_timeout,
     )
-    if address:  # a silent scheduler is bad input: refused before the run's row is written
+    if address:
         connect(address, connect_timeout).close()
-    try:  # a stop at any moment after the claim ends the row it wrote
-        run = run_record.start(
-            spec, catalog, force, max_instances, allow_concurrent, batch_size, control
-        )
-        _name_flow_run(run, control)
-        report = _solve_run(run, control, cluster, batch_size, memory_limit, retries)
-    except (KeyboardInterrupt, TerminationSignal):
-        if control.record is not None:
-            _interrupted(control.record, control)
+    return cluster
+
+
+def _ended_by(exc: BaseException, control: Control) -> Any:
+    """The flow's final state when the run was ended by `exc`, after the run's row (if
+    it was claimed) is ended: `Cancelled` for a stop request (row `interrupted`),
+    `Failed` with the one line of a BadInput or RunStopped (kept in `control.error`, so
+    the caller prints it without a traceback). Any other exception ends the row
+    `failed` and is raised again."""
+    record = control.record
+    if isinstance(exc, KeyboardInterrupt | TerminationSignal):
+        if record is not None:
+            _interrupted(record, control)
         return Cancelled(message="the run was interrupted; what was written is kept")
-    except (BadInput, RunStopped) as exc:  # one line, in Prefect and for the caller
-        if control.record is not None:
-            control.record.end("failed")
-        control.error = exc
-        return Failed(message=str(exc))
-    except BaseException:
-        if control.record is not None:
-            control.record.end("failed")
-        raise
+    if record is not None:
+        record.end("failed")
+    if not isinstance(exc, BadInput | RunStopped):
+        raise exc
+    control.error = exc
+    return Failed(message=str(exc))
+
+
+def _outcome(run, report: dict, control: Control) -> Any:
+    """The flow's final state for a run that went to its end: `Failed` with a
+    RunStopped in `control.error` when a batch stopped it, else the report (kept in
+    `control.report`, with this flow run's id) or a Failed state naming what failed."""
     if report["stopped"]:
         _settle(run)
         control.error = RunStopped(
@@ -375,13 +199,9 @@ def _final_state(report: dict) -> Any:
     errors = report["counts"].get("error", 0)
     if report["failed"] or errors:
         parts = [f"{len(report['failed'])} batches failed every attempt"] * bool(report["failed"])
-        parts += [f"{errors} {_instances(errors)} ended in error"] * bool(errors)
+        parts += [f"{errors} {instances_word(errors)} ended in error"] * bool(errors)
         return Failed(message=f"run {report['run_id']}: {'; '.join(parts)}")
     return report
-
-
-def _instances(n: int) -> str:
-    return "instance" if n == 1 else "instances"
 
 
 def _settle(run) -> None:
@@ -419,7 +239,7 @@ def _solve_run(
     """Start the cluster (none when nothing is to solve), then solve the run's jobs."""
     if not cluster.address and not run.todo:
         control.announce("nothing to solve: every instance has its result in the catalog")
-        report = _batches(run, control, None, 1, batch_size, memory_limit, retries)
+        report = solve_batches(run, control, None, 1, batch_size, memory_limit, retries)
         return {**report, **run.links(), "scheduler": None}
     with cluster.start() as (scheduler, dashboard, found, runner):
         run.manifest["dask_dashboard_url"] = dashboard
@@ -434,7 +254,7 @@ def _solve_run(
             control.announce(f"{found} threads in this process")
         with worker_events(scheduler, run.topic, run.instances_done, memory_limit):
             try:
-                report = _batches(
+                report = solve_batches(
                     run,
                     control,
                     runner,
@@ -448,130 +268,6 @@ def _solve_run(
                 _interrupted(run, control)  # before the cluster's teardown
                 raise
     return {**report, **run.links(), "scheduler": scheduler}
-
-
-def _batches(
-    run,
-    control: Control,
-    runner,
-    workers: int,
-    batch_size: int | None,
-    memory_limit: int | None,
-    retries: int,
-    scheduler: str | None = None,
-) -> dict:
-    """Solve the jobs of `run` in batches on `runner` (a started Prefect task runner;
-    None when nothing is to solve), `workers` wide, while a `Watch` probes the Prefect
-    API and the Dask `scheduler`: one that stops answering for `LOST_SECONDS` ends the
-    run (state `failed`; the report's "stopped" names it). Returns the report without
-    "scheduler". The counts by status are the rows this run wrote in the catalog. A
-    batch that fails with an error no retry can fix (`faults.permanent`) stops the run
-    without waiting for the others. Raises KeyboardInterrupt on a stop request."""
-    logger = get_run_logger()
-    started = time.perf_counter()
-    run_id = run.run_id
-    plan, todo = run.plan, run.todo
-    planner = Planner(todo, run_id, plan.name, workers, batch_size)
-    logger.info(
-        "run %s of sweep %s: %d instances planned, %d already in the catalog, %d to solve",
-        run_id,
-        plan.name,
-        len(plan.jobs),
-        len(plan.jobs) - len(todo),
-        len(todo),
-    )
-    progress = Progress(run_id, plan.name, len(todo), control, planner.seconds_left)
-    run.on_instances = progress.instance_done
-
-    def lost(reason: str) -> None:  # in the watch's thread: the main one may be stuck
-        line = f"run {run_id} stopped: {reason}; the instances written before are kept"
-        run.end("failed")
-        control.on_stopped("failed", line)
-        control.request_stop(line)
-
-    retried = 0
-    failed: list[str] = []
-    halted: list[str] = []
-    task = solve_batch.with_options(retries=retries)
-
-    def submit_next():
-        batch = planner.next()
-        if batch is None:
-            return None
-        run.batches = planner.planned
-        progress.submitted(batch.number, len(batch.params))
-        name = f"{batch.family}-batch-{batch.number:04d}"
-        own = task.with_options(
-            task_run_name=name, tags={f"family:{batch.family}", f"sweep:{plan.name}"}
-        )
-        parameters = {
-            "batch": batch,
-            "catalog_path": run.catalog_path,
-            "memory_limit": memory_limit,
-            "topic": run.topic,
-        }
-        return batch, runner.submit(own, parameters)
-
-    def on_result(batch: Batch, report: dict) -> None:
-        nonlocal retried
-        planner.record(batch, report["seconds"])
-        retried += report["attempt"] > 1
-        run.counts.update(report["counts"])
-        shot = progress.batch_done(batch.number, report["instances"], report["counts"])
-        n = report["instances"]
-        logger.info(
-            "batch %d (%s, %d %s) committed as %s; %d of %d instances done",
-            batch.number,
-            batch.family,
-            n,
-            _instances(n),
-            report["commit"],
-            shot.done,
-            len(todo),
-        )
-
-    def on_failure(batch: Batch, exc: Exception) -> bool:
-        planner.record(batch, None)
-        progress.batch_failed(batch.number)
-        # a CatalogUnwritable is one line already: cut again, its reason would be lost
-        why = str(exc) if isinstance(exc, CatalogUnwritable) else first_line(exc)
-        failed.append(f"batch {batch.number} ({batch.family}): {why}")
-        if permanent(exc):  # every later batch would fail the same way
-            halted.append(failed[-1])
-            return True
-        logger.error("%s", failed[-1])
-        return False
-
-    with Watch(scheduler, lost):  # a stop request raises: the flow ends the run
-        submit_all(submit_next, 2 * workers, on_result, on_failure, control)
-    done = sum(run.counts.values())
-    state = "finished" if done == len(todo) and not halted else "failed"
-    unwritten = run.end(state)
-    if unwritten and not halted:
-        halted.append(unwritten)
-    progress.finish(  # only what outlives the run: no link to a closed LocalCluster
-        {
-            "catalog": run.catalog_path,
-            "results page": f"`puzzlesweep dashboard --catalog {run.catalog_path}`",
-        }
-    )
-    solved = sum(run.counts.values())
-    logger.info("run %s %s: %d %s solved", run_id, state, solved, _instances(solved))
-    for status, n in sorted(run.counts.items()):
-        logger.info("run %s: %d %s %s", run_id, n, _instances(n), status)
-    return {
-        "run_id": run_id,
-        "sweep": plan.name,
-        "planned": len(plan.jobs),
-        "skipped": len(plan.jobs) - len(todo),
-        "solved": solved,
-        "counts": dict(run.counts),
-        "batches": planner.planned,
-        "retried": retried,
-        "failed": failed,
-        "stopped": halted[0] if halted else None,
-        "seconds": time.perf_counter() - started,
-    }
 
 
 def run_sweep(spec: SpecSource, catalog: str = "results", api=None, **options: Any) -> dict:

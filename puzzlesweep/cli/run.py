@@ -1,7 +1,7 @@
 """`puzzlesweep run` (a sweep on Dask under Prefect) and `puzzlesweep prove` (one hard
 instance split into parts)."""
 
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from typing import Annotated
 
 import typer
@@ -34,6 +34,46 @@ from puzzlesweep.cli.display import progress_display, summary_table
 from puzzlesweep.cli.stopping import interruptible
 from puzzlesweep.core import BadInput, validation_message
 
+BatchSizeOption = Annotated[
+    int | None, typer.Option(min=1, help="Instances per task [default: auto]")
+]
+ForceOption = Annotated[bool, typer.Option(help="Re-solve instances the catalog already holds")]
+MemoryOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Memory per instance, e.g. 2GiB [default: the Dask worker's limit per thread]"
+    ),
+]
+RetriesOption = Annotated[
+    int, typer.Option(min=0, help="Extra attempts of a batch after a transient failure")
+]
+ConnectTimeoutOption = Annotated[
+    float, typer.Option(min=0.1, help="Seconds to wait for the --address scheduler")
+]
+AllowConcurrentOption = Annotated[
+    bool, typer.Option(help="Run even while another run of this sweep writes to the catalog")
+]
+MaxInstancesOption = Annotated[
+    int | None,
+    typer.Option(
+        min=1, help="Refuse a spec of more instances [default: its max_instances, or 20000]"
+    ),
+]
+BackendOption = Annotated[
+    str,
+    typer.Option(
+        help="dask: a LocalCluster of --workers processes, or --address; threads: "
+        "threads of this process (notebooks, quick runs)"
+    ),
+]
+DryRunOption = Annotated[
+    bool,
+    typer.Option(
+        help="Only show what the spec expands to, what the catalog holds, what would "
+        "be solved and an estimate of the time; solve and write nothing"
+    ),
+]
+
 
 @app.command()
 def run(
@@ -41,79 +81,73 @@ def run(
     location: CatalogOption = None,
     address: AddressOption = None,
     workers: WorkersOption = None,
-    batch_size: Annotated[
-        int | None, typer.Option(min=1, help="Instances per task [default: auto]")
-    ] = None,
-    force: Annotated[
-        bool, typer.Option(help="Re-solve instances the catalog already holds")
-    ] = False,
-    memory_limit: Annotated[
-        str | None,
-        typer.Option(
-            help="Memory per instance, e.g. 2GiB [default: the Dask worker's limit per thread]"
-        ),
-    ] = None,
-    retries: Annotated[
-        int, typer.Option(min=0, help="Extra attempts of a batch after a transient failure")
-    ] = 2,
+    batch_size: BatchSizeOption = None,
+    force: ForceOption = False,
+    memory_limit: MemoryOption = None,
+    retries: RetriesOption = 2,
     dashboard_address: DashboardOption = "127.0.0.1:8787",
-    connect_timeout: Annotated[
-        float, typer.Option(min=0.1, help="Seconds to wait for the --address scheduler")
-    ] = 10.0,
-    allow_concurrent: Annotated[
-        bool,
-        typer.Option(help="Run even while another run of this sweep writes to the catalog"),
-    ] = False,
-    max_instances: Annotated[
-        int | None,
-        typer.Option(
-            min=1, help="Refuse a spec of more instances [default: its max_instances, or 20000]"
-        ),
-    ] = None,
-    backend: Annotated[
-        str,
-        typer.Option(
-            help="dask: a LocalCluster of --workers processes, or --address; threads: "
-            "threads of this process (notebooks, quick runs)"
-        ),
-    ] = "dask",
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            help="Only show what the spec expands to, what the catalog holds, what would "
-            "be solved and an estimate of the time; solve and write nothing"
-        ),
-    ] = False,
+    connect_timeout: ConnectTimeoutOption = 10.0,
+    allow_concurrent: AllowConcurrentOption = False,
+    max_instances: MaxInstancesOption = None,
+    backend: BackendOption = "dask",
+    dry_run: DryRunOption = False,
 ) -> None:
     """Run a sweep on Dask under Prefect and print its results from the catalog.
 
     Prints the Dask dashboard's address and, when PREFECT_API_URL names a Prefect
     server, the flow run's URL, on stderr as soon as they are known. Refuses (exit 2)
     while another run of the same sweep is alive in the catalog."""
-    from puzzlesweep.flows.cluster import Cluster
-    from puzzlesweep.flows.spec import load
-
     catalog_path = location or catalog.default_catalog()
     if dry_run:
         return _dry_run(spec, catalog_path, force, max_instances, workers or CORES)
-    try:
+    with _bad_input():  # everything is validated before any work starts
+        from puzzlesweep.flows.cluster import Cluster
+        from puzzlesweep.flows.probes import probe_scheduler
+        from puzzlesweep.flows.spec import load
+
         Cluster.of(backend=backend, address=address, workers=workers)
         check_workers(workers)
         memory = parse_memory(memory_limit)
         check_dashboard_address(dashboard_address, bind=not address)
         check_catalog_directory(catalog_path)  # a file, another directory, not writable
-        plan = load(spec, max_instances)  # validate everything before any work starts
+        plan = load(spec, max_instances)
         if address:  # a bounded probe: a port that never answers must not hold the run
-            from puzzlesweep.flows.cluster import probe_scheduler
-
             probe_scheduler(address, connect_timeout)
+    options = dict(
+        backend=backend,
+        address=address,
+        workers=None if address else (workers or CORES),
+        batch_size=batch_size,
+        force=force,
+        memory_limit=memory,
+        retries=retries,
+        dashboard_address=dashboard_address,
+        connect_timeout=connect_timeout,
+        allow_concurrent=allow_concurrent,
+        max_instances=max_instances,
+    )
+    report = _run_sweep(spec, catalog_path, options)
+    _print_run(catalog_path, plan, report)
+
+
+@contextmanager
+def _bad_input():
+    """Turn a BadInput raised inside into the CLI's exit 2 with its message."""
+    try:
+        yield
     except BadInput as exc:
         raise fail(str(exc)) from None
+
+
+def _run_sweep(spec: str, catalog_path: str, options: dict) -> dict:
+    """Run the sweep flow with a progress display and Ctrl-C handling, and return its
+    report (`flows.sweep.run_sweep`'s keyword `options`). Without a configured Prefect
+    API, a temporary one is started first: it takes about 8 s, while Prefect and the
+    flow are imported."""
     from puzzlesweep.flows.api import TemporaryAPI
     from puzzlesweep.flows.cluster import configured_api
     from puzzlesweep.flows.control import Control
 
-    # the temporary Prefect API (about 8 s) starts first, while Prefect is imported here
     api = None if configured_api() else TemporaryAPI()
     control = Control(announce=lambda line: err.print(line, highlight=False, soft_wrap=True))
     with interruptible(control), api or nullcontext(), run_errors():
@@ -121,23 +155,12 @@ def run(
 
         quiet_dask()
         with progress_display(control):
-            report = run_sweep(
-                spec,
-                catalog_path,
-                api=api,
-                backend=backend,
-                address=address,
-                workers=None if address else (workers or CORES),
-                batch_size=batch_size,
-                force=force,
-                memory_limit=memory,
-                retries=retries,
-                dashboard_address=dashboard_address,
-                connect_timeout=connect_timeout,
-                allow_concurrent=allow_concurrent,
-                max_instances=max_instances,
-                control=control,
-            )
+            return run_sweep(spec, catalog_path, api=api, control=control, **options)
+
+
+def _print_run(catalog_path: str, plan, report: dict) -> None:
+    """Print the run's one-line summary and its results table; exit 1 when batches
+    failed every attempt or instances ended in error."""
     err.print(
         f"run {report['run_id']}: solved {report['solved']} in {report['batches']} batches "
         f"({report['retried']} retried), skipped {report['skipped']} already in the catalog, "
@@ -316,7 +339,7 @@ def _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard_add
     and never answers exits 2 in 10 s) or on a local one of `workers` (default: the
     cores), announcing its links on stderr; returns `flows.prove.run_prove`'s report.
     A run's failures exit as `run_errors` says."""
-    from puzzlesweep.flows.cluster import probe_scheduler
+    from puzzlesweep.flows.probes import probe_scheduler
     from puzzlesweep.flows.prove import run_prove
 
     quiet_dask()

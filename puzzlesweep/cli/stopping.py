@@ -6,6 +6,8 @@ import signal
 import sys
 import threading
 from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
 
 import typer
 
@@ -26,52 +28,83 @@ def interruptible(control, stop_seconds: float = STOP_SECONDS):
     with 128 + the signal (130 for Ctrl-C, 143 for SIGTERM), at the latest
     `stop_seconds` after the signal, the run's row ended (`interrupted`) first whoever
     else was about to; a second signal exits at once."""
-    caught: list[int] = []
-    frozen: list = []
+    stopper = _Stopper(control, stop_seconds)
+    previous = {sig: signal.signal(sig, stopper.handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    control.on_stopped = stopper.stopped
+    control.on_flow_start = stopper.take_sigterm
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise typer.Exit(128 + (stopper.caught[0] if stopper.caught else signal.SIGINT)) from None
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+        if stopper.caught:
+            stopper.leave()  # the workers' teardown is not waited for
 
-    def leave(code: int | None = None) -> None:
-        if control.record is not None:  # a no-op once the run's row has ended
-            ending = threading.Thread(target=control.record.end, args=("interrupted",))
+
+@dataclass
+class _Stopper:
+    """The signal handler of one `interruptible` run and the exits it leads to: the
+    signals caught so far and the worker processes it froze are its fields, shared by
+    the handler, the run's `on_stopped` hook and the timed exit."""
+
+    control: Any  # flows.control.Control
+    stop_seconds: float
+    caught: list[int] = field(default_factory=list)  # signal numbers, first first
+    frozen: list = field(default_factory=list)  # psutil.Process of the frozen workers
+
+    def leave(self, code: int | None = None) -> None:
+        """End the run's row `interrupted` (1.5 s at most; a no-op once it has ended),
+        kill the frozen workers and exit the process with `code` (default 128 + the
+        first signal)."""
+        if self.control.record is not None:
+            ending = threading.Thread(target=self.control.record.end, args=("interrupted",))
             ending.daemon = True
             ending.start()
             ending.join(1.5)
-        for worker in frozen:
+        for worker in self.frozen:
             try:
                 worker.kill()
             except Exception:  # noqa: BLE001 (gone already)
                 pass
         sys.stderr.flush()
-        os._exit(code or 128 + caught[0])
+        os._exit(code or 128 + self.caught[0])
 
-    def handler(signum, frame) -> None:
-        if caught:
-            leave(128 + caught[0])
-        caught.append(signum)
+    def handler(self, signum, frame) -> None:
+        """SIGINT or SIGTERM: the first prints one line, silences the logs, arms the
+        timed exit, freezes the local workers and asks the run to stop; a second exits
+        at once. Raises KeyboardInterrupt when no flow loop is there to hear the stop."""
+        if self.caught:
+            self.leave(128 + self.caught[0])
+        self.caught.append(signum)
         logging.disable(logging.CRITICAL)  # no teardown tracebacks from Prefect or Dask
         logging.raiseExceptions = False
         name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
         err.print(
             f"{name}: stopping the run; what is running is cancelled, what was written is "
-            f"kept (exit within {stop_seconds:g} s; {name} again exits at once)",
+            f"kept (exit within {self.stop_seconds:g} s; {name} again exits at once)",
             highlight=False,
             soft_wrap=True,
         )
-        timer = threading.Timer(stop_seconds - 2.0, leave)  # the row, then the exit
+        timer = threading.Timer(self.stop_seconds - 2.0, self.leave)  # the row, then the exit
         timer.daemon = True
         timer.start()
-        frozen.extend(_freeze_local_workers())
-        if not control.request_stop():  # no flow loop to hear it: unwind from here
+        self.frozen.extend(_freeze_local_workers())
+        if not self.control.request_stop():  # no flow loop to hear it: unwind from here
             raise KeyboardInterrupt
 
-    def take_sigterm() -> None:  # over Prefect's bridge, in the flow's (main) thread
+    def take_sigterm(self) -> None:
+        """Take SIGTERM back from Prefect's bridge; called in the flow's (main) thread
+        as the flow starts."""
         if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, handler)
+            signal.signal(signal.SIGTERM, self.handler)
 
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-
-    def stopped(state: str, message: str | None) -> None:  # once the run's row is written
+    def stopped(self, state: str, message: str | None) -> None:
+        """Once the run's row is written: exit 128 + the signal after an interruption
+        (`message` None), else kill the local workers, print `message` and exit 1."""
         if message is None:
-            leave()
+            self.leave()
         logging.disable(logging.CRITICAL)
         logging.raiseExceptions = False  # no "Error logging to API" from a lost API
         for worker in _freeze_local_workers():  # silent before the line is printed
@@ -79,19 +112,7 @@ def interruptible(control, stop_seconds: float = STOP_SECONDS):
         from rich.markup import escape
 
         err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
-        leave(1)
-
-    control.on_stopped = stopped
-    control.on_flow_start = take_sigterm
-    try:
-        yield
-    except KeyboardInterrupt:
-        raise typer.Exit(128 + (caught[0] if caught else signal.SIGINT)) from None
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-        if caught:
-            leave()  # the workers' teardown is not waited for
+        self.leave(1)
 
 
 def _freeze_local_workers() -> list:

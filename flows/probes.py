@@ -1,0 +1,156 @@
+"""Is it there? The checks of a Dask scheduler address and the probes of the services a
+run depends on.
+
+`check_address` and `probe_scheduler` refuse a bad `--address` before any work starts
+(a bounded identity request: a port that accepts and never answers cannot hold the
+run); `connect` opens a `distributed.Client` with the same wording; `Watch` probes the
+Prefect API and the scheduler while batches run and ends the run when one is lost.
+`answers` is the one HTTP probe they share. Apart from `cluster`, which starts what
+these probe.
+"""
+
+import re
+import threading
+import time
+from collections.abc import Callable
+
+from puzzlesweep.core import BadInput
+from puzzlesweep.flows.api import configured_api
+
+ADDRESS = re.compile(r"^(tcp|tls)://[^\s:/]+:\d{1,5}$")
+
+
+def answers(url: str, timeout: float = 2.0) -> bool:
+    """Does `url` answer a GET with 200 within `timeout` seconds? (A scheduler started
+    with `--no-dashboard` still names a dashboard link, which answers 404.)"""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status == 200
+    except (OSError, ValueError):
+        return False
+
+
+def check_address(address: str) -> str:
+    """`address` if it is a Dask scheduler address `tcp://HOST:PORT` (or `tls://`);
+    raises BadInput naming it otherwise."""
+    if not ADDRESS.match(address) or not 0 < int(address.rsplit(":", 1)[1]) < 65536:
+        raise BadInput(f"--address {address!r} is not a Dask scheduler address tcp://HOST:PORT")
+    return address
+
+
+def probe_scheduler(address: str, timeout: float = 10.0) -> str:
+    """`address` once the Dask scheduler there has answered an identity request, the
+    whole exchange bounded by `timeout` seconds: a port that accepts a connection and
+    never answers would hold `distributed.Client` for ever. Raises BadInput naming the
+    address for a malformed one, one where nothing answers in time, or one where what
+    answers is not a Dask scheduler. A `tls://` address is only checked for its form
+    (the probe has no certificates)."""
+    import asyncio
+
+    check_address(address)
+    if address.startswith("tls://"):
+        return address
+    try:
+        reply = asyncio.run(asyncio.wait_for(_identity(address, timeout), timeout))
+    except TimeoutError:
+        reply = f"no Dask scheduler answered within {timeout:g} s"
+    except Exception as exc:  # noqa: BLE001 (refused, reset, or not Dask's protocol)
+        reply = f"no Dask scheduler answered within {timeout:g} s ({str(exc)[:200]})"
+    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
+        why = reply if isinstance(reply, str) else "what answered is not a Dask scheduler"
+        raise BadInput(f"--address {address}: {why}")
+    return address
+
+
+async def _identity(address: str, timeout: float) -> object:
+    """The reply of the Dask server at `address` to an `identity` request."""
+    from distributed.comm import connect as open_comm
+
+    comm = await open_comm(address, timeout=timeout)
+    try:
+        await comm.write({"op": "identity", "reply": True})
+        return await comm.read()
+    finally:
+        comm.abort()
+
+
+def connect(address: str, timeout: float = 10.0):
+    """A `distributed.Client` of the scheduler at `address`. Raises BadInput for a
+    malformed address or one where no scheduler answers within `timeout` seconds."""
+    from distributed import Client
+
+    check_address(address)
+    try:
+        return Client(address, timeout=timeout)
+    except (OSError, TimeoutError) as exc:
+        raise BadInput(
+            f"--address {address}: no Dask scheduler answered within {timeout:g} s ({exc})"
+        ) from None
+
+
+#: Seconds a Prefect API or Dask scheduler may fail its probes before the run stops.
+LOST_SECONDS = 4.0
+
+
+class Watch:
+    """While its `with` block runs, a daemon thread probes the Prefect API this process
+    uses (GET /health) and the Dask scheduler at `scheduler` (a TCP connection) every
+    second; when one has failed every probe for `LOST_SECONDS`, it calls
+    `on_lost(reason)` once (in its thread) and stops. A probe costs a millisecond or
+    two; nothing is probed that is not configured."""
+
+    def __init__(self, scheduler: str | None, on_lost: Callable[[str], None]):
+        self.api = configured_api()
+        self.scheduler = scheduler
+        self.on_lost = on_lost
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="run-watch", daemon=True)
+
+    def _api_answers(self) -> bool:
+        return answers(f"{self.api}/health")
+
+    def _scheduler_answers(self) -> bool:
+        import socket
+
+        host, port = self.scheduler.split("://", 1)[-1].rsplit(":", 1)
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=2).close()
+            return True
+        except OSError:
+            return False
+
+    def _run(self) -> None:
+        probes = []
+        if self.api:
+            probes.append((f"the Prefect API at {self.api} stopped answering", self._api_answers))
+        if self.scheduler:
+            probes.append(
+                (
+                    f"the Dask scheduler at {self.scheduler} stopped answering",
+                    self._scheduler_answers,
+                )
+            )
+        failing: dict[str, float] = {}
+        while probes and not self._done.wait(1.0):
+            for reason, probe in probes:
+                if probe():
+                    failing.pop(reason, None)
+                    continue
+                since = failing.setdefault(reason, time.monotonic())
+                if time.monotonic() - since >= LOST_SECONDS and not self._done.is_set():
+                    self._done.set()
+                    self.on_lost(f"{reason} (for {LOST_SECONDS:g} s)")
+                    return
+
+    def stop(self) -> None:
+        """Stop probing (the thread ends within a second)."""
+        self._done.set()
+
+    def __enter__(self) -> "Watch":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

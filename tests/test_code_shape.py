@@ -1,0 +1,39 @@
+"""The package stays a house a newcomer can walk: every function fits on a screen and
+every module is read in one sitting. ruff has no rule for a function's length (its
+C901 and PLR0915 count branches and statements, not lines), so this counts lines."""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SKIPPED = {".venv", "tests", "benchmarks", "build", "puzzlesweep.egg-info"}
+MAX_FUNCTION_LINES = 60  # a screen: the team's rule (RULES.md), issue 21 item 6
+MAX_MODULE_LINES = 400
+
+
+def _sources() -> list[Path]:
+    """The package's Python files (the directories that pyproject.toml maps into
+    `puzzlesweep`, deploy/ and docs/ included), without tests and benchmarks."""
+    return sorted(
+        path
+        for path in ROOT.rglob("*.py")
+        if not SKIPPED & set(path.relative_to(ROOT).parts)
+        and not any(part.startswith(".") for part in path.relative_to(ROOT).parts)
+    )
+
+
+def test_no_function_over_60_lines_and_no_module_over_400():
+    sources = _sources()
+    assert len(sources) > 50  # the package was found, not an empty directory
+    too_long = []
+    for path in sources:
+        text = path.read_text()
+        name = path.relative_to(ROOT)
+        if (lines := len(text.splitlines())) > MAX_MODULE_LINES:
+            too_long.append(f"module {name}: {lines} lines")
+        for node in ast.walk(ast.parse(text, filename=str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    too_long.append(f"{name}:{node.lineno} {node.name}: {lines} lines")
+    assert too_long == []
