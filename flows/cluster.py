@@ -197,10 +197,9 @@ def dask_cluster(
     seconds. Workers of an existing cluster need only the installed package: tasks
     carry handles (family, parameters, solver, limits), never code or models.
 
-    The local workers are started with SIGINT ignored (they inherit it), so a Ctrl-C at
-    the terminal, which reaches the whole process group, is handled by this process
-    alone: it decides what stops, and the workers end with it. A Ctrl-C during the few
-    seconds of the cluster's start is ignored too."""
+    The local workers ignore SIGINT (see `_start_deaf_to_ctrl_c`), so a Ctrl-C at the
+    terminal, which reaches the whole process group, is handled by this process alone:
+    it decides what stops, and the workers end with it."""
     from distributed import LocalCluster
 
     if address:
@@ -221,18 +220,27 @@ def dask_cluster(
 
 
 def _start_deaf_to_ctrl_c(factory: Callable, **kwargs):
-    """`factory(**kwargs)` with SIGINT ignored in this process while it runs (in the
-    main thread only): the worker processes it starts inherit the ignoring."""
+    """`factory(**kwargs)` with its worker processes forked from a multiprocessing fork
+    server that ignores SIGINT, so they ignore it too (also those a nanny restarts
+    later): a Ctrl-C at the terminal, which reaches the whole process group, is handled
+    by this process alone, which decides what stops. SIGINT is ignored here only while
+    the fork server is spawned (in the main thread, a fraction of a second), not during
+    the cluster's start, where a Ctrl-C was lost when the workers were spawned under an
+    ignored SIGINT instead."""
+    import multiprocessing.forkserver
     import signal
     import threading
 
-    if threading.current_thread() is not threading.main_thread():
-        return factory(**kwargs)
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        return factory(**kwargs)
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    import dask
+
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            multiprocessing.forkserver.ensure_running()  # inherits the ignored SIGINT
+        finally:
+            signal.signal(signal.SIGINT, previous)
+    dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
+    return factory(**kwargs)
 
 
 def warn_remote_without_api(

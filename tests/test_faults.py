@@ -179,25 +179,29 @@ def run_claimed(results: Path) -> bool:
 
 @pytest.mark.slow
 def test_ctrl_c_during_start_up_exits_in_7_s_and_never_leaves_the_row_running(api_env, tmp_path):
-    # Issue 26.4: Ctrl-C as the run starts (its row written, its cluster up, its first
-    # batches on the way), tried several times: exit 130 within the 7 s that the
-    # message promises, and the row says `interrupted`, never `running`. (During the
-    # LocalCluster's own start, a few seconds, Ctrl-C is still ignored: its worker
-    # processes must inherit SIGINT ignored.)
+    # Issue 26.4: Ctrl-C as the run starts (its row written, its cluster starting or up,
+    # its first batches on the way), tried several times: exit 130, and the row says
+    # `interrupted`, never `running`. Once the cluster is up, within the 7 s that the
+    # message promises; during the LocalCluster's own start (its worker processes are
+    # spawned with SIGINT blocked) the Ctrl-C waits for the start to end, and was lost
+    # when SIGINT was ignored then instead.
     spec = tmp_path / "slow.toml"
     spec.write_text(SLOW)
-    for attempt in range(3):
+    for attempt, (cluster_up, delay) in enumerate([(False, 0), (True, 0), (True, 1), (True, 2)]):
         results, log = tmp_path / f"results-{attempt}", tmp_path / f"run-{attempt}.log"
         run = start(spec, results, api_env, log)
         deadline = time.monotonic() + 240
-        while not (run_claimed(results) and "Dask scheduler" in log.read_text()):
+        while not (
+            run_claimed(results) and (not cluster_up or "Dask scheduler" in log.read_text())
+        ):
             assert run.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.05)
-        time.sleep(attempt)  # as the cluster is up, then 1 s and 2 s later
+        time.sleep(delay)
         os.killpg(run.pid, signal.SIGINT)
-        code, seconds, gone = ended(run, log, 30)
+        code, seconds, gone = ended(run, log, 60)
         output = log.read_text()
-        assert code == 130 and seconds <= 7.0 and gone, (seconds, output[-3000:])
+        assert code == 130 and gone, (attempt, seconds, output[-3000:])
+        assert seconds <= 7.0 or not cluster_up, (attempt, seconds, output[-3000:])
         assert "Traceback" not in output, output[-3000:]
         _, [(state,)] = catalog.query(results, "SELECT state FROM runs")
         assert state == "interrupted", (attempt, output[-3000:])

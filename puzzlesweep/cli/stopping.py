@@ -116,17 +116,20 @@ class _Stopper:
 
 
 def _freeze_local_workers() -> list:
-    """SIGSTOP the Dask worker processes this process started (multiprocessing spawns
-    of a LocalCluster) and return them (psutil.Process). Nothing else is touched: not
-    the temporary Prefect API, not any process this one did not start."""
+    """SIGSTOP the Dask worker processes this process started (the children of its
+    multiprocessing fork server, see `flows.cluster`) and return them (psutil.Process).
+    Nothing else is touched: not the temporary Prefect API, not any process this one
+    did not start."""
     import psutil
 
     workers = []
     for child in psutil.Process().children():
         try:
-            if "multiprocessing.spawn" in " ".join(child.cmdline()):
-                child.suspend()
-                workers.append(child)
+            if "multiprocessing.forkserver" not in " ".join(child.cmdline()):
+                continue
+            for worker in child.children():
+                worker.suspend()
+                workers.append(worker)
         except psutil.Error:
             continue
     return workers
