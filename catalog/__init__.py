@@ -55,6 +55,7 @@ from puzzlesweep.catalog.schema import (
 )
 from puzzlesweep.catalog.store import (
     RESULTS,
+    RUNS,
     CatalogDamaged,
     CatalogUnreachable,
     Location,
@@ -84,7 +85,8 @@ def check_writable(catalog: CatalogLike) -> Location:
     missing directory, or an object-store URL. Raises BadInput (naming what it found)
     for a directory that holds something else, such as a catalog of the old layout, or
     an object store that refuses (no such bucket, wrong keys) or does not answer,
-    CatalogDamaged for results that lost their transaction log (`refuse_lost_log`)."""
+    CatalogDamaged for results that lost their transaction log (`refuse_lost_log`) or a
+    table whose last commit cannot be read (`open_table` names the file)."""
     location = locate(catalog)
     if not location.local:
         try:
@@ -93,6 +95,8 @@ def check_writable(catalog: CatalogLike) -> Location:
             raise BadInput(str(exc)) from None
         return location
     refuse_lost_log(location)
+    for name in (RESULTS, RUNS):
+        open_table(location, name)  # a damaged last commit, before any work starts
     if exists(location) or not os.path.isdir(location.uri):
         return location
     entries = sorted(os.listdir(location.uri))

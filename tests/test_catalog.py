@@ -25,7 +25,7 @@ from puzzlesweep.puzzles import Instance
 from puzzlesweep.solve import solve_instance
 from puzzlesweep.solvers import Limits
 
-from .conftest import CLI
+from .conftest import CLI, knights
 
 
 def cli(*args: str) -> SimpleNamespace:
@@ -365,6 +365,18 @@ def _cli_with_backtraces(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, env=environment)
 
 
+def _runs_refuse(catalog_path: Path, says: str) -> None:
+    """`run` and `run --dry-run` into a damaged catalog: one line naming the damage and
+    exit 1, before any work (a dry run that read it as empty would plan everything)."""
+    spec = catalog_path.parent / f"{catalog_path.name}-spec.toml"
+    spec.write_text(knights("k", "1..2"))
+    for extra in ([], ["--dry-run"]):
+        done = _cli_with_backtraces("run", str(spec), "--catalog", str(catalog_path), *extra)
+        assert done.returncode == 1, (extra, done.stdout, done.stderr)
+        assert done.stderr.strip().splitlines() == [done.stderr.strip()], done.stderr
+        assert says in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
 def test_a_damaged_last_commit_is_named_then_set_aside_and_its_instances_listed(tmp_path, rows):
     _fill(tmp_path, rows)  # versions 0..5, the last commit holds rows[-1]
     commit = tmp_path / "results" / "_delta_log" / f"{5:020d}.json"
@@ -374,6 +386,7 @@ def test_a_damaged_last_commit_is_named_then_set_aside_and_its_instances_listed(
         done = _cli_with_backtraces("catalog", *args, "--catalog", str(tmp_path))
         assert done.returncode == 1, (args, done.stderr)
         assert len(done.stderr.splitlines()) == 1 and relative in done.stderr, done.stderr
+    _runs_refuse(tmp_path, relative)
     done = _cli_with_backtraces("catalog", "check", "--catalog", str(tmp_path))
     assert done.returncode == 1 and f"{relative}: damaged commit" in done.stdout
     assert "<unknown>" not in done.stdout + done.stderr
@@ -414,6 +427,7 @@ def test_a_lost_transaction_log_is_named_then_rebuilt_from_its_data_files(tmp_pa
     assert "8 data files but no transaction log" in done.stderr
     with pytest.raises(catalog.CatalogDamaged):
         catalog.check_writable(tmp_path)  # a run would solve everything again beside them
+    _runs_refuse(tmp_path, "8 data files but no transaction log")
     done = cli("catalog", "repair", "--catalog", str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "rebuilt from 8 data files whose log was lost; 0 stored solutions failed" in done.stdout

@@ -120,13 +120,17 @@ def print_rows(title: str | None, columns: list[str], rows: list[tuple]) -> None
 @contextmanager
 def catalog_errors():
     """BadInput becomes one line and exit 2; a damaged catalog file (CatalogDamaged,
-    naming the file and what to do) one line and exit 1."""
+    naming the file and what to do), or storage that fails under a read (OSError, e.g.
+    an object store that stopped answering), one line and exit 1."""
     try:
         yield
     except BadInput as exc:
         raise fail(str(exc)) from None
     except catalog.CatalogDamaged as exc:
         raise fail(str(exc), 1) from None
+    except OSError as exc:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise fail(f"the catalog could not be read: {reason}", 1) from None
 
 
 @contextmanager

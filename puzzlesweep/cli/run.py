@@ -1,7 +1,7 @@
 """`puzzlesweep run` (a sweep on Dask under Prefect) and `puzzlesweep prove` (one hard
 instance split into parts)."""
 
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from typing import Annotated
 
 import typer
@@ -100,7 +100,7 @@ def run(
     catalog_path = location or catalog.default_catalog()
     if dry_run:
         return _dry_run(spec, catalog_path, force, max_instances, workers or CORES)
-    with _bad_input():  # everything is validated before any work starts
+    with catalog_errors():  # everything is validated before any work starts
         from puzzlesweep.flows.cluster import Cluster
         from puzzlesweep.flows.probes import probe_scheduler
         from puzzlesweep.flows.spec import load
@@ -128,15 +128,6 @@ def run(
     )
     report = _run_sweep(spec, catalog_path, options)
     _print_run(catalog_path, plan, report)
-
-
-@contextmanager
-def _bad_input():
-    """Turn a BadInput raised inside into the CLI's exit 2 with its message."""
-    try:
-        yield
-    except BadInput as exc:
-        raise fail(str(exc)) from None
 
 
 def _run_sweep(spec: str, catalog_path: str, options: dict) -> dict:
@@ -167,8 +158,8 @@ def _print_run(catalog_path: str, plan, report: dict) -> None:
         f"{report['seconds']:.1f} s",
         highlight=False,
     )
-    if catalog.files(catalog_path):
-        with catalog_errors():
+    with catalog_errors():
+        if catalog.files(catalog_path):
             out.print(summary_table(catalog_path, plan, report["run_id"]))
     if report["failed"]:
         for line in report["failed"]:
@@ -186,6 +177,7 @@ def _dry_run(
     from puzzlesweep.flows.run_record import preview
 
     with catalog_errors():
+        catalog.check_writable(catalog_path)  # a damaged catalog is not an empty one
         report = preview(spec, catalog_path, force, max_instances, workers)
     columns = ["study", "family", "solver", "time_limit", "instances", "classes"]
     columns += ["in_catalog", "to_solve", "classes_to_solve", "seconds"]
