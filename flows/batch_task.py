@@ -18,7 +18,7 @@ from prefect.cache_policies import NO_CACHE
 
 from puzzlesweep import __version__, catalog, puzzles
 from puzzlesweep.flows.batches import Batch
-from puzzlesweep.flows.cluster import quiet_closed_heartbeats, report_to, worker_identity
+from puzzlesweep.flows.cluster import report_to, worker_identity
 from puzzlesweep.flows.faults import CatalogUnwritable, first_line, permanent, retry_transient
 from puzzlesweep.solve import empty_row, solve_classes
 
@@ -185,7 +185,6 @@ def _solve_rows(batch: Batch, memory_limit: int | None, topic: str | None) -> li
     from puzzlesweep.puzzles import Instance
 
     worker, worker_memory = worker_identity()
-    quiet_closed_heartbeats()  # also on a worker that joined after the warm-up
     child = child_for_thread(memory_limit or worker_memory)
 
     def solve_canonical(canonical: Instance) -> dict:

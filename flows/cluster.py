@@ -139,7 +139,6 @@ def warm_worker(memory_limit: int | None = None) -> str:
     import `_DeadlockError` when a batch imports the same modules at the same moment on
     a loaded machine, which Dask printed as a traceback) only costs the time it saves."""
     worker, worker_memory = worker_identity()
-    quiet_closed_heartbeats()
     try:
         import prefect.task_engine  # noqa: F401
         import prefect_dask  # noqa: F401
@@ -199,11 +198,13 @@ def dask_cluster(
 
     The local workers ignore SIGINT (see `_start_deaf_to_ctrl_c`), so a Ctrl-C at the
     terminal, which reaches the whole process group, is handled by this process alone:
-    it decides what stops, and the workers end with it."""
+    it decides what stops, and the workers end with it. Every worker, now and joining
+    later, is readied by `_ready_workers`: sweeps and proofs share this one start."""
     from distributed import LocalCluster
 
     if address:
         with connect(address, timeout) as client:
+            _ready_workers(client)
             found = len(client.scheduler_info(n_workers=-1).get("workers", {}))
             link = client.dashboard_link
             yield address, link if link and answers(link) else None, found
@@ -215,8 +216,21 @@ def dask_cluster(
         processes=True,
         dashboard_address=dashboard_address,
     ) as cluster:
+        from distributed import Client
+
+        with Client(cluster) as client:
+            _ready_workers(client)
         link = cluster.dashboard_link if dashboard_address else None
         yield cluster.scheduler_address, link, workers
+
+
+def _ready_workers(client) -> None:
+    """Register `flows.worker_setup.QuietWorker` with `client`'s scheduler: every
+    worker, now and joining later, drops a closed scheduler's heartbeat traceback and
+    imports Prefect before its first task."""
+    from puzzlesweep.flows.worker_setup import QuietWorker
+
+    client.register_plugin(QuietWorker())
 
 
 def _start_deaf_to_ctrl_c(factory: Callable, **kwargs):

@@ -234,3 +234,44 @@ def test_prove_runs_are_in_runs_and_a_settled_attempt_starts_nothing(api_env, tm
     [(sweep, state, planned, skipped, solved, closed)] = runs
     assert sweep.startswith("prove-") and state == "finished"
     assert (planned, skipped, solved, closed) == (6, 0, 6, 6)  # closed: optimal or cut off
+
+
+def test_prove_cluster_workers_drop_closed_heartbeats_and_import_prefect_first():
+    # prove started its cluster without the sweep's worker set-up, so a worker's
+    # heartbeat to the closed scheduler printed a 30-line CommClosedError traceback
+    # into a successful prove's terminal (issue 26, item 9).
+    from distributed import Client
+
+    def readied() -> tuple[bool, bool]:
+        import logging
+        import sys
+
+        from puzzlesweep.flows.cluster import ClosedHeartbeat
+
+        filters = logging.getLogger("distributed.worker").filters
+        quiet = any(isinstance(f, ClosedHeartbeat) for f in filters)
+        return quiet, "prefect.client.schemas.objects" in sys.modules
+
+    with dask_cluster(workers=2, dashboard_address=None) as (scheduler, _, found):
+        with Client(scheduler) as client:
+            answers = client.run(readied)
+    assert found == 2 and list(answers.values()) == [(True, True), (True, True)]
+
+
+def test_a_successful_prove_ends_without_tracebacks(api_env, tmp_path):
+    # The tester's command (issue 26, item 9): rc 0, and its shutdown printed Dask's
+    # "Failed to communicate with scheduler during heartbeat" with two CommClosedError
+    # tracebacks; Prefect printed "Failed to initialize plugins: deadlock detected by
+    # _ModuleLock(...)" once per worker.
+    import subprocess
+
+    from .conftest import CLI, ROOT
+
+    args = [*CLI, "prove", "no_k_in_row", "dims=6,7", "k=5", "--split", "0:0,5", "--width", "3"]
+    args += ["--catalog", str(tmp_path / "results"), "--dashboard-address", "127.0.0.1:0"]
+    done = subprocess.run(args, capture_output=True, text=True, env=api_env, cwd=ROOT)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-2000:]
+    assert "status optimal  objective 8" in done.stdout  # seed value: 6x7, k = 5
+    for noise in ("Traceback", "CommClosedError", "Failed to communicate", "Failed to initial"):
+        assert noise not in output, output[-3000:]
