@@ -167,16 +167,17 @@ def _interrupted(run, control: Control) -> None:
     Prefect at once (the caller may exit before the teardown ends); then the caller
     hears of it (`control.on_stopped`)."""
     if run.ended is None:
-        run.end("interrupted")
-        try:
+        try:  # first: the caller's exit timer also ends the row, not the flow run
             _cancel_in_prefect()
         except Exception:  # noqa: BLE001 (an API that is gone has nothing to show)
             pass
+        run.end("interrupted")
     control.on_stopped("interrupted", None)
 
 
 def _cancel_in_prefect() -> None:
-    """Set this flow run, and its task runs not in a final state, to Cancelled."""
+    """Set this flow run, then its task runs not in a final state, to Cancelled (the
+    flow run first: the process may exit before the last call returns)."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
     from prefect.context import FlowRunContext
@@ -184,13 +185,13 @@ def _cancel_in_prefect() -> None:
     flow_run_id = FlowRunContext.get().flow_run.id
     message = "interrupted (Ctrl-C or SIGTERM); what was written is kept"
     with get_client(sync_client=True) as client:
+        client.set_flow_run_state(flow_run_id, Cancelled(message=message), force=True)
         task_runs = client.read_task_runs(
             flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
         )
         for task_run in task_runs:
             if task_run.state is None or not task_run.state.is_final():
                 client.set_task_run_state(task_run.id, Cancelled(message=message), force=True)
-        client.set_flow_run_state(flow_run_id, Cancelled(message=message), force=True)
 
 
 def _final_state(report: dict) -> Any:
