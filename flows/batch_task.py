@@ -19,7 +19,13 @@ from prefect.cache_policies import NO_CACHE
 from puzzlesweep import __version__, catalog, puzzles
 from puzzlesweep.flows.batches import Batch
 from puzzlesweep.flows.cluster import report_to, worker_identity
-from puzzlesweep.flows.faults import CatalogUnwritable, first_line, permanent, retry_transient
+from puzzlesweep.flows.faults import (
+    CatalogUnwritable,
+    disk_full,
+    first_line,
+    permanent,
+    retry_transient,
+)
 from puzzlesweep.solve import empty_row, solve_classes
 
 RETRIES = 2  # extra attempts of a batch after a transient failure (Prefect task retries)
@@ -79,12 +85,16 @@ def solve_batch(
         rows = [{"status": status, "verified": verified} for status, verified in rows]
     else:
         rows = _solve_rows(batch, memory_limit, topic)
+        full = disk_full(None, catalog_path)
+        if full:  # a write that runs out of space midway makes deltalake panic
+            raise CatalogUnwritable(f"catalog {catalog_path} cannot be written: {full}")
         try:
             catalog.write_batch(catalog_path, family.Params, rows, app_id)
         except Exception as exc:
             if permanent(exc):
+                why = disk_full(exc, catalog_path) or first_line(exc)
                 raise CatalogUnwritable(
-                    f"catalog {catalog_path} cannot be written: {first_line(exc)}"
+                    f"catalog {catalog_path} cannot be written: {why}"
                 ) from None
             raise
         _tell(batch, rows)

@@ -78,6 +78,45 @@ def permanent(exc: BaseException) -> bool:
     return False
 
 
+#: Bytes a local catalog's disk must have free before a batch or heartbeat writes: a
+#: write that runs out of space midway makes deltalake's object store panic ("Already
+#: shut down", printed by each worker), so a disk this close to full counts as full.
+MARGIN_BYTES = 256 * 1024
+
+
+def _free_kb(catalog_path: str) -> int | None:
+    """KB free on the disk of a local catalog (its nearest existing directory), None for
+    an object store or a disk that cannot be asked."""
+    import os
+    import shutil
+
+    path = str(catalog_path).removeprefix("file://")
+    if "://" in path:
+        return None
+    while not os.path.isdir(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    try:
+        return shutil.disk_usage(path).free // 1024
+    except OSError:
+        return None
+
+
+def disk_full(exc: BaseException | None, catalog_path: str) -> str | None:
+    """One line naming a local catalog's full disk, "the catalog's disk DIR is full (N KB
+    free)", when `exc` (or an exception it was raised from) is a full disk or quota
+    (ENOSPC, EDQUOT), or, with `exc` None, when the disk has less than `MARGIN_BYTES`
+    free; else None (also for an object store)."""
+    checked, seen, full = exc is None, set(), exc is None
+    while exc is not None and id(exc) not in seen and not full:
+        seen.add(id(exc))
+        full = _errno(exc) in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(exc)
+        exc = exc.__cause__ or exc.__context__
+    free = _free_kb(catalog_path) if full else None
+    if free is None or (checked and free * 1024 >= MARGIN_BYTES):
+        return None
+    return f"the catalog's disk {catalog_path} is full ({free:,} KB free)"
+
+
 def first_line(exc: BaseException) -> str:
     """`exc` as one short line: its type and the first line of its message, without
     the colour codes deltalake puts in."""

@@ -150,8 +150,8 @@ class _Flight:
             "finished" if sum(run.counts.values()) == len(todo) and not self.halted else "failed"
         )
         unwritten = run.end(state)
-        if unwritten and not self.halted:
-            self.halted.append(unwritten)
+        if unwritten:  # said after the batch that stopped the run, if one did
+            self.halted.insert(1, unwritten)
         self.progress.finish(  # only what outlives the run: no link to a closed LocalCluster
             {
                 "catalog": run.catalog_path,
@@ -174,6 +174,6 @@ class _Flight:
             "batches": self.planner.planned,
             "retried": self.retried,
             "failed": self.failed,
-            "stopped": self.halted[0] if self.halted else None,
+            "stopped": "; ".join(self.halted[:2]) if self.halted else None,
             "seconds": time.perf_counter() - started,
         }

@@ -8,6 +8,8 @@ owner of that row: its heartbeat, its links, and its end, written once whoever e
 the run.
 """
 
+import contextlib
+import os
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -20,8 +22,12 @@ from puzzlesweep import catalog, puzzles
 from puzzlesweep.catalog.runs import HEARTBEAT_SECONDS
 from puzzlesweep.core import FINAL, BadInput
 from puzzlesweep.flows.control import Control
-from puzzlesweep.flows.faults import first_line
+from puzzlesweep.flows.faults import disk_full, first_line
 from puzzlesweep.flows.spec import Sweep, load, parse
+
+#: Bytes a run keeps free on a local catalog's disk (a file it holds, `_reserve`) for
+#: writing its last row when its batches fill the disk (that row takes ~16 KB).
+RESERVE_BYTES = 128 * 1024
 
 #: Bytes read at most from a spec at a URL (a spec is a few kilobytes).
 SPEC_BYTES = 1 << 20
@@ -59,6 +65,7 @@ class RunRecord:
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _beating: threading.Event = field(default_factory=threading.Event, repr=False)
     _claimed: bool = False
+    _reserve: str | None = None
 
     def instances_done(self, number: int, instances: int) -> None:
         """A worker reported `instances` more finished instances of batch `number`."""
@@ -99,6 +106,7 @@ class RunRecord:
             except BadInput:  # another run holds the sweep: this one has no row to end
                 self._claimed = False
                 raise
+            self._reserve = _reserve(self.catalog_path, self.run_id)
         threading.Thread(target=self._beat, name="run-heartbeat", daemon=True).start()
 
     def _beat(self) -> None:
@@ -109,9 +117,11 @@ class RunRecord:
                 pass
 
     def write(self) -> None:
-        """Write the run's row now (state `running`), unless it has ended."""
+        """Write the run's row now (state `running`), unless it has ended or its local
+        disk is (nearly) full (`faults.disk_full`): the end writes it, in the space the
+        run keeps (`_reserve`)."""
         with self._lock:
-            if self.ended is None and self._claimed:
+            if self.ended is None and self._claimed and not disk_full(None, self.catalog_path):
                 catalog.write_run(self.catalog_path, {**self.row(), "state": "running"})
 
     def end(self, state: str) -> str | None:
@@ -127,15 +137,45 @@ class RunRecord:
             self.ended = state
             self._beating.set()
             ended = {"state": state, "finished_at": datetime.now(UTC), "seconds_left": None}
+            _release(self._reserve)  # the space kept for this very write
             try:
                 counts = written(self.catalog_path, self.run_id)
                 catalog.write_run(self.catalog_path, {**self.row(), **counts, **ended})
             except Exception as exc:  # noqa: BLE001 (said in one line)
+                why = disk_full(exc, self.catalog_path) or first_line(exc)
                 return (
                     f"the row of run {self.run_id} in {self.catalog_path} could not be "
-                    f"written as {state}: {first_line(exc)}"
+                    f"written as {state}: {why}"
                 )
             return None
+
+
+def _reserve(catalog_path: str, run_id: str) -> str | None:
+    """Hold `RESERVE_BYTES` of a local catalog's disk in a hidden file beside its tables
+    (`.reserve-RUN_ID`), so that the run's last row can be written after its batches
+    filled the disk; None for an object store or a disk without that much room."""
+    if "://" in catalog_path:
+        return None
+    path = os.path.join(catalog_path, f".reserve-{run_id}")
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError:
+        return None
+    try:
+        os.posix_fallocate(descriptor, 0, RESERVE_BYTES)
+    except OSError:
+        os.close(descriptor)
+        _release(path)
+        return None
+    os.close(descriptor)
+    return path
+
+
+def _release(path: str | None) -> None:
+    """Give back the space `_reserve` held (nothing for None or a file already gone)."""
+    if path is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def start(
