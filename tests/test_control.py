@@ -61,7 +61,7 @@ def test_the_run_row_ends_once_and_a_failed_end_is_one_line(tmp_path, monkeypatc
 
     monkeypatch.setattr(catalog, "write_run", full)
     line = record.end("failed")
-    assert "No space left on device" in line and "\n" not in line
+    assert f"the catalog's disk {results} is full" in line and "\n" not in line
     monkeypatch.undo()
     assert record.end("finished") is None  # once: a later end writes nothing
     record.write()  # nor does a heartbeat after the end
