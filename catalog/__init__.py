@@ -85,8 +85,7 @@ def check_writable(catalog: CatalogLike) -> Location:
     missing directory, or an object-store URL. Raises BadInput (naming what it found)
     for a directory that holds something else, such as a catalog of the old layout, or
     an object store that refuses (no such bucket, wrong keys) or does not answer,
-    CatalogDamaged for results that lost their transaction log (`refuse_lost_log`) or a
-    table whose last commit cannot be read (`open_table` names the file)."""
+    CatalogDamaged for results that lost their transaction log (`refuse_lost_log`)."""
     location = locate(catalog)
     if not location.local:
         try:
@@ -95,8 +94,6 @@ def check_writable(catalog: CatalogLike) -> Location:
             raise BadInput(str(exc)) from None
         return location
     refuse_lost_log(location)
-    for name in (RESULTS, RUNS):
-        open_table(location, name)  # a damaged last commit, before any work starts
     if exists(location) or not os.path.isdir(location.uri):
         return location
     entries = sorted(os.listdir(location.uri))
@@ -109,6 +106,15 @@ def check_writable(catalog: CatalogLike) -> Location:
         )
     shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
     raise BadInput(f"catalog {location.uri} is a directory of other files ({shown})")
+
+
+def check_readable(catalog: CatalogLike) -> None:
+    """Raise CatalogDamaged, naming the file, when the last commit of `results` or
+    `runs` cannot be read (nothing for a table not made yet): a run checks this before
+    it starts, rather than meeting it inside its flow."""
+    location = locate(catalog)
+    for name in (RESULTS, RUNS):
+        open_table(location, name)
 
 
 def _flat(rows: list[dict]) -> list[dict]:
@@ -212,6 +218,7 @@ __all__ = [
     "Snapshot",
     "StaleSnapshot",
     "check",
+    "check_readable",
     "check_writable",
     "claim",
     "committed",

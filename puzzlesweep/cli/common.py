@@ -204,12 +204,14 @@ def check_catalog_directory(catalog_path: str) -> None:
     it does not exist yet, in the nearest folder above it that does (the probe file is
     removed at once, nothing else is made), before any cluster starts. Raises BadInput
     as `catalog.check_writable` does, or naming the catalog and the operating system's
-    reason."""
+    reason, and CatalogDamaged for a table whose last commit cannot be read (the run's
+    flow would meet it only once started)."""
     import tempfile
 
     location = catalog.check_writable(catalog_path)
     if not location.local:
         return
+    catalog.check_readable(location)
     folder = os.path.abspath(location.uri)
     while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
         if os.path.exists(folder):

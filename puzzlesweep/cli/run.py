@@ -177,7 +177,7 @@ def _dry_run(
     from puzzlesweep.flows.run_record import preview
 
     with catalog_errors():
-        catalog.check_writable(catalog_path)  # a damaged catalog is not an empty one
+        catalog.check_writable(catalog_path)  # a lost log is not an empty catalog
         report = preview(spec, catalog_path, force, max_instances, workers)
     columns = ["study", "family", "solver", "time_limit", "instances", "classes"]
     columns += ["in_catalog", "to_solve", "classes_to_solve", "seconds"]
