@@ -90,9 +90,12 @@ def _free_kb(catalog_path: str) -> int | None:
     import os
     import shutil
 
-    path = str(catalog_path).removeprefix("file://")
-    if "://" in path:
+    from puzzlesweep.catalog import locate
+
+    location = locate(catalog_path)
+    if not location.local:
         return None
+    path = location.uri
     while not os.path.isdir(path) and os.path.dirname(path) != path:
         path = os.path.dirname(path)
     try:

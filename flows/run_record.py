@@ -154,9 +154,10 @@ def _reserve(catalog_path: str, run_id: str) -> str | None:
     """Hold `RESERVE_BYTES` of a local catalog's disk in a hidden file beside its tables
     (`.reserve-RUN_ID`), so that the run's last row can be written after its batches
     filled the disk; None for an object store or a disk without that much room."""
-    if "://" in catalog_path:
+    location = catalog.locate(catalog_path)
+    if not location.local:
         return None
-    path = os.path.join(catalog_path, f".reserve-{run_id}")
+    path = os.path.join(location.uri, f".reserve-{run_id}")
     try:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError:
