@@ -16,7 +16,16 @@ thread that started it ends (PR_SET_PDEATHSIG: a SIGKILLed run leaves no server)
 caller imports Prefect and starts its cluster meanwhile, and waits for the API's
 `/health` only when the flow is about to start.
 
-Measured with `benchmarks/overhead_bench.py` (start-up column).
+Its database is SQLite in memory (`MEMORY`), unless the environment's
+`PREFECT_API_DATABASE_CONNECTION_URL` names one: the records of a temporary API are gone
+with it anyway, and Prefect's default, the file `PREFECT_HOME/prefect.db` shared by every
+run, grows with each run's logs and stalls the run. On a file, Prefect opens several
+connections, and two write transactions that meet make SQLite answer "database is locked"
+at once; the API turns that into a 503, which Prefect's client retries after 2 s while
+the task that asked waits. Measured with `benchmarks/overhead_bench.py` (2,035 instances,
+18 batches, 2 workers): 4 such stalls per run and 21 s of steady state on the file, none
+and 14 s in memory, for about 3 s more of start-up (Prefect's migrations build the empty
+database; they run while the cluster starts).
 
 Only Prefect's public interface is used: the settings `PREFECT_API_URL` and
 `PREFECT_UI_ENABLED`, and the app factory `create_app(ephemeral=True, final=True)` (the
@@ -39,6 +48,8 @@ import urllib.request
 #: Seconds to wait for the API when PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 #: is not set (Prefect's own default is 20 s, too short for a loaded 2-core machine).
 STARTUP = 120.0
+#: The temporary API's database: SQLite in memory, which Prefect pools to one connection.
+MEMORY = "sqlite+aiosqlite:///:memory:"
 
 
 class APIError(RuntimeError):
@@ -68,7 +79,7 @@ class TemporaryAPI:
             stdout=subprocess.PIPE,
             text=True,
             process_group=0,  # a Ctrl-C at the terminal is for the run, which stops this
-            env={**os.environ, "PREFECT_UI_ENABLED": "0"},
+            env={**os.environ, "PREFECT_UI_ENABLED": "0", **_in_memory_database()},
         )
 
     def url(self) -> str | None:
@@ -121,6 +132,15 @@ class TemporaryAPI:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _in_memory_database() -> dict[str, str]:
+    """The environment that keeps the temporary API's records in memory, unless
+    PREFECT_API_DATABASE_CONNECTION_URL names a database (environment only: a profile's
+    database is kept by the child's own settings)."""
+    if os.environ.get("PREFECT_API_DATABASE_CONNECTION_URL"):
+        return {}
+    return {"PREFECT_API_DATABASE_CONNECTION_URL": MEMORY}
 
 
 def configured_api() -> str | None:

@@ -1,6 +1,7 @@
 """A small sweep through the real Prefect flow on a real Dask LocalCluster, checked by
 DuckDB queries of the catalog it wrote."""
 
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,24 @@ def test_the_temporary_api_defers_to_a_configured_one(monkeypatch):
     with TemporaryAPI() as api:
         assert api.url() is None
         assert api.process.wait(timeout=120) == 0
+
+
+def test_the_temporary_api_keeps_its_records_in_memory(tmp_path, monkeypatch):
+    # Its records are gone with it: nothing is written under PREFECT_HOME, where
+    # Prefect's default database file would grow with every run.
+    from puzzlesweep.flows.api import TemporaryAPI
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.delenv("PREFECT_API_DATABASE_CONNECTION_URL", raising=False)
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PREFECT_PROFILES_PATH", str(tmp_path / "profiles.toml"))
+    with TemporaryAPI() as api:
+        url = api.url()
+        request = urllib.request.Request(
+            f"{url}/flows/", data=b'{"name": "kept-in-memory"}', method="POST"
+        )
+        request.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert response.status in (200, 201)
+    home = tmp_path / "home"
+    assert not list(home.rglob("*.db")), sorted(home.rglob("*"))
