@@ -22,12 +22,16 @@ CLI = [sys.executable, "-m", "puzzlesweep.cli"]
 
 @pytest.fixture(scope="session")
 def prefect_api():
-    """A real Prefect API on a temporary database for the whole session (it starts in
-    about 20 s here, so one serves every flow test)."""
-    from prefect.testing.utilities import prefect_test_harness
+    """A real Prefect API for the whole session: the one a run starts when none is
+    configured (`flows.api.TemporaryAPI`: Prefect's app, its database in memory), named
+    by this process's settings. Prefect's `prefect_test_harness` keeps its database in a
+    file, where concurrent writes stall tasks for 2 s (see `flows.api`)."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
+    from puzzlesweep.flows.api import TemporaryAPI
+
+    with TemporaryAPI() as api, temporary_settings(updates={PREFECT_API_URL: api.url()}):
+        yield api
 
 
 def cli(*args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:

@@ -130,10 +130,11 @@ def subreaper() -> Iterator[None]:
         libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 
 
-def descendants(word: str, settle: float = 60.0) -> list[int]:
+def descendants(word: str, settle: float = 60.0, exclude: int | None = None) -> list[int]:
     """The process ids of this process's living descendants whose command line contains
-    `word`, after waiting up to `settle` s for them to end (reaping those that did); it
-    returns as soon as none is left, so the long wait costs only a loaded machine."""
+    `word`, but `exclude` (a process id), after waiting up to `settle` s for them to end
+    (reaping those that did); it returns as soon as none is left, so the long wait costs
+    only a loaded machine."""
     import psutil
 
     deadline = time.monotonic() + settle
@@ -148,7 +149,9 @@ def descendants(word: str, settle: float = 60.0) -> list[int]:
         found = []
         for process in psutil.Process().children(recursive=True):
             try:
-                if process.status() != psutil.STATUS_ZOMBIE and word in " ".join(process.cmdline()):
+                if process.pid == exclude or process.status() == psutil.STATUS_ZOMBIE:
+                    continue
+                if word in " ".join(process.cmdline()):
                     found.append(process.pid)
             except psutil.Error:
                 continue
