@@ -16,7 +16,11 @@ second each, 10 s at most) is solved
    `--batch-size N`;
 
 in `--repeat` interleaved rounds (this machine's speed drifts by 10-20% from one
-minute to the next), and the medians are compared.
+minute to the next), and the medians are compared. Each round also times, as whole
+processes, a one-instance sweep (`puzzlesweep run` into an empty catalog) beside the
+plainest Prefect + prefect-dask flow (`PLAIN_FLOW`: one trivial task on a
+`DaskTaskRunner`, with Prefect's own temporary API), the start-up a user waits for
+either way.
 
 For each run it prints the wall time, split by the run's manifest (`runs` view) into
 start-up (process start to the flow's first step: imports, temporary Prefect API,
@@ -25,8 +29,9 @@ batch, every Parquet file) and shut-down (the summary table, the cluster and the
 stopping); and the ratio of the median steady state to the median pool time. Both must
 give the same objective for every instance both prove optimal; the script checks it.
 
-Target: steady-state ratio <= 1.15 and start-up <= 15 s. Figures measured on
-this machine are in benchmarks/README.md. Not part of the test suite.
+Targets: whole wall <= 1.3x the pool, steady state <= 1.1x, a one-instance sweep
+<= 0.3x the plain flow. Figures measured on this machine are in benchmarks/README.md.
+Not part of the test suite.
 """
 
 import argparse
@@ -54,6 +59,35 @@ family = "{family}"
 time_limit = 10
 [study.grid]
 {grid}
+"""
+
+
+ONE = """
+name = "one"
+[[study]]
+family = "domination"
+[study.grid]
+piece = "knight"
+rows = 4
+cols = 4
+"""
+PLAIN_FLOW = """
+from prefect import flow, task
+from prefect_dask import DaskTaskRunner
+
+
+@task
+def trivial():
+    return 1
+
+
+@flow(task_runner=DaskTaskRunner(cluster_kwargs={"n_workers": 1, "dashboard_address": None}))
+def plain():
+    return trivial.submit().result()
+
+
+if __name__ == "__main__":
+    assert plain() == 1
 """
 
 
@@ -128,8 +162,56 @@ def sweep_run(spec: Path, results: Path, workers: int, size: str) -> dict:
     }
 
 
+def whole_process(command: list[str], env: dict) -> float:
+    """Seconds from starting `command` to its exit (which must be 0)."""
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{command[:4]} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return time.perf_counter() - started
+
+
+def one_instance(work: Path, round_: int) -> tuple[float, float]:
+    """(seconds of a one-instance `puzzlesweep run`, seconds of `PLAIN_FLOW`), each a
+    whole process started as a user starts it, with no Prefect API configured."""
+    env = {**os.environ, "DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    env.pop("PREFECT_API_URL", None)
+    (work / "one.toml").write_text(ONE)
+    (work / "plain.py").write_text(PLAIN_FLOW)
+    results = work / f"one-{round_}"
+    command = [sys.executable, "-m", "puzzlesweep.cli", "run", str(work / "one.toml")]
+    command += ["--catalog", str(results), "--workers", "1"]
+    ours = whole_process(command + ["--dashboard-address", "127.0.0.1:0"], env)
+    shutil.rmtree(results)
+    return ours, whole_process([sys.executable, str(work / "plain.py")], env)
+
+
+def sweep_round(spec: Path, work: Path, jobs: list, workers: int, sizes, round_: int):
+    """One round: the pool, then one sweep per batch size (their answers checked
+    against the pool's), then the one-instance pair. Returns (pool seconds, {size:
+    run}, (ours, plain))."""
+    seconds, answers = pool_run(jobs, workers)
+    print(f"round {round_ + 1}: pool {seconds:.1f} s", end="", flush=True)
+    runs = {}
+    for size in sizes:
+        results = work / f"results-{size}-{round_}"
+        run = runs[size] = sweep_run(spec, results, workers, size)
+        shutil.rmtree(results)
+        print(f", {size} {run['steady']:.1f} s steady", end="", flush=True)
+        differ = [
+            key
+            for key, (status, objective) in run["answers"].items()
+            if status == "optimal" == answers[key][0] and objective != answers[key][1]
+        ]
+        assert len(run["answers"]) == len(jobs), "every instance once"
+        assert not differ, f"{len(differ)} answers differ from the pool's"
+    one = one_instance(work, round_)
+    print(f", one instance {one[0]:.1f} s, plain flow {one[1]:.1f} s", flush=True)
+    return seconds, runs, one
+
+
 def main() -> None:
-    """Parse the options, run the pool and the sweeps `--repeat` times, print the table."""
+    """Parse the options, run `--repeat` interleaved rounds, print the medians."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2, help="processes on both sides")
     parser.add_argument(
@@ -144,38 +226,30 @@ def main() -> None:
         jobs = load(str(spec)).jobs
         assert len({job.instance.key for job in jobs}) == len(jobs), "instances must be distinct"
         print(f"{len(jobs)} distinct instances, {args.workers} processes", flush=True)
-        pools, runs = [], {size: [] for size in args.sizes.split(",")}
-        for round_ in range(args.repeat):  # interleaved: the machine's speed drifts
-            seconds, answers = pool_run(jobs, args.workers)
-            pools.append(seconds)
-            print(f"round {round_ + 1}: pool {seconds:.1f} s", end="", flush=True)
-            for size in runs:
-                results = work / f"results-{size}-{round_}"
-                run = sweep_run(spec, results, args.workers, size)
-                shutil.rmtree(results)
-                runs[size].append(run)
-                print(f", {size} {run['steady']:.1f} s steady", end="", flush=True)
-                differ = [
-                    key
-                    for key, (status, objective) in run["answers"].items()
-                    if status == "optimal" == answers[key][0] and objective != answers[key][1]
-                ]
-                assert len(run["answers"]) == len(jobs), "every instance once"
-                assert not differ, f"{len(differ)} answers differ from the pool's"
-            print(flush=True)
-        pool = median(pools)
-        print(f"\npool: {', '.join(f'{p:.1f}' for p in pools)} s; median {pool:.1f} s")
-        print(f"medians of {args.repeat} rounds:")
-        header = f"{'batch size':>10} {'batches':>8} {'wall s':>8} {'start-up s':>11}"
-        print(header + f" {'steady s':>9} {'shut-down s':>12} {'steady / pool':>14}")
-        for size, done in runs.items():
-            m = {key: median(run[key] for run in done) for key in done[0] if key != "answers"}
-            print(
-                f"{size:>10} {m['batches']:>8.0f} {m['wall']:>8.1f} {m['startup']:>11.1f}"
-                f" {m['steady']:>9.1f} {m['shutdown']:>12.1f} {m['steady'] / pool:>14.2f}"
-            )
+        sizes = args.sizes.split(",")
+        rounds = [sweep_round(spec, work, jobs, args.workers, sizes, r) for r in range(args.repeat)]
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    pools = [pool for pool, _, _ in rounds]
+    pool = median(pools)
+    print(f"\npool: {', '.join(f'{p:.1f}' for p in pools)} s; median {pool:.1f} s")
+    print(f"medians of {args.repeat} rounds:")
+    header = f"{'batch size':>10} {'batches':>8} {'wall s':>8} {'start-up s':>11}"
+    header += f" {'steady s':>9} {'shut-down s':>12} {'steady / pool':>14}"
+    print(header + f" {'start-up / pool':>16} {'wall / pool':>12}")
+    for size in sizes:
+        done = [runs[size] for _, runs, _ in rounds]
+        m = {key: median(run[key] for run in done) for key in done[0] if key != "answers"}
+        print(
+            f"{size:>10} {m['batches']:>8.0f} {m['wall']:>8.1f} {m['startup']:>11.1f}"
+            f" {m['steady']:>9.1f} {m['shutdown']:>12.1f} {m['steady'] / pool:>14.2f}"
+            f" {m['startup'] / pool:>16.2f} {m['wall'] / pool:>12.2f}"
+        )
+    ours, plain = (median(one[i] for _, _, one in rounds) for i in (0, 1))
+    print(
+        f"one instance: puzzlesweep run {ours:.1f} s, plain Prefect + prefect-dask flow "
+        f"{plain:.1f} s, ratio {ours / plain:.2f}"
+    )
 
 
 if __name__ == "__main__":
