@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from puzzlesweep.core import BadInput
+from puzzlesweep.flows.isolate import Children
 from puzzlesweep.flows.probes import check_address
 
 
@@ -81,15 +82,18 @@ class Cluster(BaseModel):
         return self.workers or 2
 
     @contextmanager
-    def start(self) -> Iterator[tuple[str | None, str | None, int, Any]]:
+    def start(self) -> Iterator[tuple[str | None, str | None, int, Any, Children | None]]:
         """Start (and on exit close) the cluster and its Prefect task runner; yields
         (scheduler address or None, dashboard URL or None, workers, the started task
-        runner). Raises BadInput for a scheduler that does not answer."""
+        runner, the solver children to pass to each batch task). The threads backend's
+        children are this run's, stopped on exit; a Dask cluster's are its workers' own
+        (`cluster.PuzzleWorker`), so None. Raises BadInput for a scheduler that does
+        not answer."""
         if self.backend == "threads":
             from prefect.task_runners import ThreadPoolTaskRunner
 
-            with ThreadPoolTaskRunner(max_workers=self.size) as runner:
-                yield None, None, self.size, runner
+            with Children() as children, ThreadPoolTaskRunner(max_workers=self.size) as runner:
+                yield None, None, self.size, runner, children
             return
         from puzzlesweep.flows.cluster import dask_cluster, dask_runner
 
@@ -98,4 +102,4 @@ class Cluster(BaseModel):
         )
         with cluster as (scheduler, dashboard, found):
             with dask_runner(scheduler) as runner:
-                yield scheduler, dashboard, found, runner
+                yield scheduler, dashboard, found, runner, None

@@ -4,10 +4,11 @@ here, so a newcomer finds in one module what the package asks of Dask.
 `dask_cluster` connects to a scheduler or starts a `LocalCluster`, and `dask_runner`
 is the Prefect task runner on it; `probe_scheduler` and `connect` check an address;
 `prefect_api` uses the configured Prefect API (`configured_api`) or a temporary one
-(`flows.api.TemporaryAPI`) and points the workers at it; `QuietWorker` (the worker
-plugin), `worker_identity`, `report_to` and `warm_worker` run on the workers;
-`quiet_dask` keeps Dask's INFO lines off a terminal. The validated settings that
-choose between Dask and threads are `backend.Cluster`. No puzzle logic here.
+(`flows.api.TemporaryAPI`) and points the workers at it; `PuzzleWorker` (the worker
+plugin, owner of the worker's solver processes), `worker_identity`, `report_to` and
+`warm_worker` run on the workers; `quiet_dask` keeps Dask's INFO lines off a
+terminal. The validated settings that choose between Dask and threads are
+`backend.Cluster`. No puzzle logic here.
 """
 
 import asyncio
@@ -26,6 +27,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows.api import TemporaryAPI, configured_api
+from puzzlesweep.flows.isolate import Children
 from puzzlesweep.flows.probes import answers, check_address
 
 __all__ = ["configured_api"]  # re-exported: the runs ask this module for their API
@@ -133,19 +135,19 @@ def quiet_closed_heartbeats() -> None:
 def warm_worker(memory_limit: int | None = None) -> str:
     """A plain Dask task that readies its worker for batches while the run starts:
     imports what a batch task runs (Prefect's task engine, the catalog, this module) and
-    starts the thread's child solver process (`solve_batch`'s, with the same
-    `memory_limit`), about 4 s per worker that the first batch would otherwise wait.
-    Returns the worker's address. Never fails: a warm-up that does not happen (seen: an
-    import `_DeadlockError` when a batch imports the same modules at the same moment on
-    a loaded machine, which Dask printed as a traceback) only costs the time it saves."""
+    starts the thread's child solver process (the one `solve_batch` leases from the
+    worker's `PuzzleWorker`, with the same `memory_limit`), about 4 s per worker that
+    the first batch would otherwise wait. Returns the worker's address. Never fails: a
+    warm-up that does not happen (seen: an import `_DeadlockError` when a batch imports
+    the same modules at the same moment on a loaded machine, which Dask printed as a
+    traceback) only costs the time it saves."""
     worker, worker_memory = worker_identity()
     try:
         import prefect.task_engine  # noqa: F401
         import prefect_dask  # noqa: F401
 
-        from puzzlesweep.flows.isolate import child_for_thread
-
-        child_for_thread(memory_limit or worker_memory).start()
+        if (children := worker_children()) is not None:
+            children.warm(memory_limit or worker_memory)
     except Exception:  # noqa: BLE001 (the first batch does it instead)
         pass
     return worker
@@ -221,10 +223,10 @@ def dask_cluster(
 
 
 def _ready_workers(client) -> None:
-    """Register `QuietWorker` with `client`'s scheduler: every worker, now and joining
-    later, drops a closed scheduler's heartbeat traceback and imports Prefect before its
-    first task."""
-    client.register_plugin(QuietWorker())
+    """Register `PuzzleWorker` with `client`'s scheduler: every worker, now and joining
+    later, drops a closed scheduler's heartbeat traceback, imports Prefect before its
+    first task, and holds its threads' solver processes."""
+    client.register_plugin(PuzzleWorker())
 
 
 def _start_deaf_to_ctrl_c(factory: Callable, **kwargs):
@@ -310,22 +312,55 @@ def quiet_dask() -> None:
     warnings.filterwarnings("ignore", message=r"(?s)Port \d+ is already in use")
 
 
-class QuietWorker(WorkerPlugin):
+class PuzzleWorker(WorkerPlugin):
     """On each worker (also one that joins later): `quiet_closed_heartbeats`, then
-    `import prefect.task_engine` in the worker's event loop before tasks run. Two
-    threads of a worker that imported Prefect at once (the event loop unpickling a task
-    that names `prefect.client.schemas.objects` while a task's thread ran `import
+    `import prefect.task_engine` in the worker's event loop before tasks run; and the
+    owner of the worker's solver processes (`children`, an `isolate.Children`), which
+    its batches lease (`batch_children`) and which stop when the worker closes.
+
+    Two threads of a worker that imported Prefect at once (the event loop unpickling a
+    task that names `prefect.client.schemas.objects` while a task's thread ran `import
     prefect`) deadlocked on Python's module locks, and Prefect printed "Failed to
     initialize plugins: deadlock detected by _ModuleLock(...)" once per worker. Never
     fails: the worker works without either."""
 
-    name = "puzzlesweep-quiet-worker"
-    idempotent = True
+    name = "puzzlesweep-worker"
+    idempotent = True  # a second run on the same cluster keeps the workers' children
 
     def setup(self, worker) -> None:
-        """Install the filter and import Prefect's task engine (about 2 s, once)."""
+        """Hold the solver children, install the filter and import Prefect's task engine
+        (about 2 s, once)."""
+        self.children = Children()
         quiet_closed_heartbeats()
         try:
             import prefect.task_engine  # noqa: F401
         except Exception:  # noqa: BLE001 (a task imports it again and says why)
             pass
+
+    def teardown(self, worker) -> None:
+        """Stop the solver children (Dask tears plugins down before it waits for the
+        running tasks: a child in the middle of a batch stops when its batch ends)."""
+        self.children.close()
+
+
+def worker_children() -> Children | None:
+    """The solver children of the Dask worker that runs this (its `PuzzleWorker`'s);
+    None outside a Dask worker, or on one without the plugin."""
+    try:
+        plugin = get_worker().plugins.get(PuzzleWorker.name)
+    except ValueError:  # not on a Dask worker
+        return None
+    return getattr(plugin, "children", None)
+
+
+@contextmanager
+def batch_children(children: Children | None) -> Iterator[Children]:
+    """The solver children a batch leases its child from: `children` (the threads
+    backend's, passed to the task), else the Dask worker's (`worker_children`), else
+    new ones stopped after the block (a task's body called on its own)."""
+    held = children if children is not None else worker_children()
+    if held is not None:
+        yield held
+        return
+    with Children() as own:
+        yield own

@@ -236,7 +236,7 @@ def _solve_run(
         control.announce("nothing to solve: every instance has its result in the catalog")
         report = solve_batches(run, control, None, 1, batch_size, memory_limit, retries)
         return {**report, **run.links(), "scheduler": None}
-    with cluster.start() as (scheduler, dashboard, found, runner):
+    with cluster.start() as (scheduler, dashboard, found, runner, children):
         run.manifest["dask_dashboard_url"] = dashboard
         if dashboard:
             run.write()  # the link is on the dashboard now, not at the next heartbeat
@@ -258,6 +258,7 @@ def _solve_run(
                     memory_limit,
                     retries,
                     scheduler,
+                    children,
                 )
             except (KeyboardInterrupt, TerminationSignal):
                 _interrupted(run, control)  # before the cluster's teardown
