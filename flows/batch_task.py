@@ -18,7 +18,7 @@ from prefect.cache_policies import NO_CACHE
 
 from puzzlesweep import __version__, catalog, puzzles
 from puzzlesweep.flows.batches import Batch
-from puzzlesweep.flows.cluster import report_to, worker_identity
+from puzzlesweep.flows.cluster import batch_children, report_to, worker_identity
 from puzzlesweep.flows.faults import (
     CatalogUnwritable,
     disk_full,
@@ -26,6 +26,7 @@ from puzzlesweep.flows.faults import (
     permanent,
     retry_transient,
 )
+from puzzlesweep.flows.isolate import Children
 from puzzlesweep.solve import empty_row, solve_classes
 
 RETRIES = 2  # extra attempts of a batch after a transient failure (Prefect task retries)
@@ -50,14 +51,19 @@ def _report(app_id: str, rows: list[dict], attempt: int, seconds: float) -> dict
     retry_condition_fn=retry_transient,
 )
 def solve_batch(
-    batch: Batch, catalog_path: str, memory_limit: int | None = None, topic: str | None = None
+    batch: Batch,
+    catalog_path: str,
+    memory_limit: int | None = None,
+    topic: str | None = None,
+    children: Children | None = None,
 ) -> dict:
     """Solve, verify and commit one batch; returns {"commit" (its application
     transaction id, RUN-NUMBER), "counts" (status → count), "instances", "verified",
     "attempt" (1 for the first run of this task, 2 for its first retry...), "seconds"
     (wall time of this attempt)}.
 
-    Each instance runs in this thread's child process (`isolate.Child`) under its time
+    Each instance runs in this thread's child process (`isolate.Child`, leased from
+    `children`: the threads backend's, or None for the Dask worker's) under its time
     and node limits and `memory_limit` bytes (default: the Dask worker's memory limit per
     thread; None: no limit). A batch already committed (an earlier attempt wrote it, but
     its report was lost with its worker) is read back, not solved again. Raises OSError
@@ -84,7 +90,7 @@ def solve_batch(
         )
         rows = [{"status": status, "verified": verified} for status, verified in rows]
     else:
-        rows = _solve_rows(batch, memory_limit, topic)
+        rows = _solve_rows(batch, memory_limit, topic, children)
         full = disk_full(None, catalog_path)
         if full:  # a write that runs out of space midway makes deltalake panic
             raise CatalogUnwritable(f"catalog {catalog_path} cannot be written: {full}")
@@ -188,14 +194,14 @@ def _publish(batch: Batch, rows: list[dict], report: dict) -> None:
     )
 
 
-def _solve_rows(batch: Batch, memory_limit: int | None, topic: str | None) -> list[dict]:
+def _solve_rows(
+    batch: Batch, memory_limit: int | None, topic: str | None, children: Children | None
+) -> list[dict]:
     """The catalog rows of every instance of `batch`, each solved and verified in this
-    thread's child process."""
-    from puzzlesweep.flows.isolate import child_for_thread
+    thread's child process (`cluster.batch_children`)."""
     from puzzlesweep.puzzles import Instance
 
     worker, worker_memory = worker_identity()
-    child = child_for_thread(memory_limit or worker_memory)
 
     def solve_canonical(canonical: Instance) -> dict:
         request = {
@@ -208,7 +214,8 @@ def _solve_rows(batch: Batch, memory_limit: int | None, topic: str | None) -> li
         }
         return {**empty_row(canonical, batch.solver, batch.limits), **child.solve(request)}
 
-    rows = solve_classes(batch.instances(), solve_canonical, report_to(topic, batch.number))
+    with batch_children(children) as held, held.lease(memory_limit or worker_memory) as child:
+        rows = solve_classes(batch.instances(), solve_canonical, report_to(topic, batch.number))
     for row in rows:
         row.update(
             run_id=batch.run_id,

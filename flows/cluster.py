@@ -1,24 +1,36 @@
-"""Where a run's work goes: the Dask cluster and the Prefect API (`probes` checks both).
+"""Dask's one home in the package: every import of dask, distributed and prefect_dask is
+here, so a newcomer finds in one module what the package asks of Dask.
 
-`dask_cluster` connects to a scheduler or starts a `LocalCluster`; `prefect_api` uses the
-configured Prefect API (`configured_api`) or a temporary one (`flows.api.TemporaryAPI`)
-and points the workers at it; `probes.Watch` watches both while batches run;
-`worker_identity` and `warm_worker` run on the workers. Sweeps and proofs start their
-cluster and API through this module alone; it holds no puzzle logic.
+`dask_cluster` connects to a scheduler or starts a `LocalCluster`, and `dask_runner`
+is the Prefect task runner on it; `probe_scheduler` and `connect` check an address;
+`prefect_api` uses the configured Prefect API (`configured_api`) or a temporary one
+(`flows.api.TemporaryAPI`) and points the workers at it; `PuzzleWorker` (the worker
+plugin, owner of the worker's solver processes), `worker_identity`, `report_to` and
+`warm_worker` run on the workers; `quiet_dask` keeps Dask's INFO lines off a
+terminal. The validated settings that choose between Dask and threads are
+`backend.Cluster`. No puzzle logic here.
 """
 
+import asyncio
 import logging
 import os
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+import dask
+from distributed import Client, LocalCluster, fire_and_forget, get_worker
+from distributed.comm import connect as open_comm
+from distributed.comm.core import CommClosedError
+from distributed.diagnostics.plugin import WorkerPlugin
 
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows.api import TemporaryAPI, configured_api
-from puzzlesweep.flows.probes import answers, check_address, connect
+from puzzlesweep.flows.isolate import Children
+from puzzlesweep.flows.probes import answers, check_address
+
+__all__ = ["configured_api"]  # re-exported: the runs ask this module for their API
 
 
 def worker_identity() -> tuple[str, int | None]:
@@ -26,10 +38,8 @@ def worker_identity() -> tuple[str, int | None]:
     Dask worker was given (`dask worker --name`) or else its address, and
     `memory_limit / nthreads`; the host name outside Dask."""
     try:
-        from distributed import get_worker
-
         worker = get_worker()
-    except (ImportError, ValueError):
+    except ValueError:  # not on a Dask worker
         return os.uname().nodename, None
     limit = worker.memory_manager.memory_limit
     name = worker.name if isinstance(worker.name, str) and worker.name else worker.address
@@ -43,10 +53,8 @@ def report_to(topic: str | None, number: int) -> Callable[[int], None] | None:
     if topic is None:
         return None
     try:
-        from distributed import get_worker
-
         worker = get_worker()
-    except (ImportError, ValueError):
+    except ValueError:  # not on a Dask worker
         return None
     return lambda n: worker.log_event(topic, [number, n])
 
@@ -66,8 +74,6 @@ def worker_events(
     if scheduler is None or topic is None:
         yield
         return
-    from distributed import Client, fire_and_forget
-
     with Client(scheduler) as client:
         workers = client.scheduler_info(n_workers=-1).get("workers", {})
         fire_and_forget(
@@ -97,8 +103,6 @@ async def send_logs() -> None:
     it still holds (at most 5 s), so the last lines of its task runs reach the API
     before a run's temporary API stops (else the worker prints "Error logging to API"
     into the run's terminal)."""
-    import asyncio
-
     from prefect.logging.handlers import APILogHandler
 
     await asyncio.wait_for(APILogHandler.aflush(), timeout=5)
@@ -112,8 +116,6 @@ class ClosedHeartbeat(logging.Filter):
     really lost is noticed and named in one line by the run's `Watch`."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from distributed.comm.core import CommClosedError
-
         cause = record.exc_info[1] if record.exc_info else None
         heartbeat = record.getMessage().startswith("Failed to communicate with scheduler")
         return not (heartbeat and isinstance(cause, CommClosedError))
@@ -133,19 +135,19 @@ def quiet_closed_heartbeats() -> None:
 def warm_worker(memory_limit: int | None = None) -> str:
     """A plain Dask task that readies its worker for batches while the run starts:
     imports what a batch task runs (Prefect's task engine, the catalog, this module) and
-    starts the thread's child solver process (`solve_batch`'s, with the same
-    `memory_limit`), about 4 s per worker that the first batch would otherwise wait.
-    Returns the worker's address. Never fails: a warm-up that does not happen (seen: an
-    import `_DeadlockError` when a batch imports the same modules at the same moment on
-    a loaded machine, which Dask printed as a traceback) only costs the time it saves."""
+    starts the thread's child solver process (the one `solve_batch` leases from the
+    worker's `PuzzleWorker`, with the same `memory_limit`), about 4 s per worker that
+    the first batch would otherwise wait. Returns the worker's address. Never fails: a
+    warm-up that does not happen (seen: an import `_DeadlockError` when a batch imports
+    the same modules at the same moment on a loaded machine, which Dask printed as a
+    traceback) only costs the time it saves."""
     worker, worker_memory = worker_identity()
     try:
         import prefect.task_engine  # noqa: F401
         import prefect_dask  # noqa: F401
 
-        from puzzlesweep.flows.isolate import child_for_thread
-
-        child_for_thread(memory_limit or worker_memory).start()
+        if (children := worker_children()) is not None:
+            children.warm(memory_limit or worker_memory)
     except Exception:  # noqa: BLE001 (the first batch does it instead)
         pass
     return worker
@@ -200,8 +202,6 @@ def dask_cluster(
     terminal, which reaches the whole process group, is handled by this process alone:
     it decides what stops, and the workers end with it. Every worker, now and joining
     later, is readied by `_ready_workers`: sweeps and proofs share this one start."""
-    from distributed import LocalCluster
-
     if address:
         with connect(address, timeout) as client:
             _ready_workers(client)
@@ -216,8 +216,6 @@ def dask_cluster(
         processes=True,
         dashboard_address=dashboard_address,
     ) as cluster:
-        from distributed import Client
-
         with Client(cluster) as client:
             _ready_workers(client)
         link = cluster.dashboard_link if dashboard_address else None
@@ -225,12 +223,10 @@ def dask_cluster(
 
 
 def _ready_workers(client) -> None:
-    """Register `flows.worker_setup.QuietWorker` with `client`'s scheduler: every
-    worker, now and joining later, drops a closed scheduler's heartbeat traceback and
-    imports Prefect before its first task."""
-    from puzzlesweep.flows.worker_setup import QuietWorker
-
-    client.register_plugin(QuietWorker())
+    """Register `PuzzleWorker` with `client`'s scheduler: every worker, now and joining
+    later, drops a closed scheduler's heartbeat traceback, imports Prefect before its
+    first task, and holds its threads' solver processes."""
+    client.register_plugin(PuzzleWorker())
 
 
 def _start_deaf_to_ctrl_c(factory: Callable, **kwargs):
@@ -243,9 +239,6 @@ def _start_deaf_to_ctrl_c(factory: Callable, **kwargs):
     ignored SIGINT instead."""
     import multiprocessing.forkserver
     import signal
-    import threading
-
-    import dask
 
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -257,86 +250,117 @@ def _start_deaf_to_ctrl_c(factory: Callable, **kwargs):
     return factory(**kwargs)
 
 
-def warn_remote_without_api(
-    scheduler: str, address: str | None, configured: bool, say: Callable[[str], None]
-) -> None:
-    """Say when workers on other hosts could not reach the temporary Prefect API."""
-    host = scheduler.split("://", 1)[-1].rsplit(":", 1)[0]
-    if address and not configured and host not in ("127.0.0.1", "localhost", "[::1]"):
-        say(
-            "warning: PREFECT_API_URL is not set, and the temporary Prefect API listens "
-            "on 127.0.0.1 only: workers on other hosts cannot report their tasks. "
-            "Point PREFECT_API_URL at a Prefect server they reach (deploy/README.md)."
-        )
+def probe_scheduler(address: str, timeout: float = 10.0) -> str:
+    """`address` once the Dask scheduler there has answered an identity request, the
+    whole exchange bounded by `timeout` seconds: a port that accepts a connection and
+    never answers would hold `distributed.Client` for ever. Raises BadInput naming the
+    address for a malformed one, one where nothing answers in time, or one where what
+    answers is not a Dask scheduler. A `tls://` address is only checked for its form
+    (the probe has no certificates)."""
+    check_address(address)
+    if address.startswith("tls://"):
+        return address
+    try:
+        reply = asyncio.run(asyncio.wait_for(_identity(address, timeout), timeout))
+    except TimeoutError:
+        reply = f"no Dask scheduler answered within {timeout:g} s"
+    except Exception as exc:  # noqa: BLE001 (refused, reset, or not Dask's protocol)
+        reply = f"no Dask scheduler answered within {timeout:g} s ({str(exc)[:200]})"
+    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
+        why = reply if isinstance(reply, str) else "what answered is not a Dask scheduler"
+        raise BadInput(f"--address {address}: {why}")
+    return address
 
 
-class Cluster(BaseModel):
-    """Where a sweep's batches run, validated once for the command line, the flow, the
-    deployments and deploy/slurm: `backend` "dask" (a `LocalCluster` of `workers`
-    single-threaded processes, or the scheduler at `address`) or "threads" (Prefect's
-    thread pool of `workers` threads in this process: notebooks and fast tests);
-    `dashboard_address` (HOST:PORT of a LocalCluster's dashboard, None: none);
-    `connect_timeout` (seconds to wait for the scheduler at `address`).
+async def _identity(address: str, timeout: float) -> object:
+    """The reply of the Dask server at `address` to an `identity` request."""
+    comm = await open_comm(address, timeout=timeout)
+    try:
+        await comm.write({"op": "identity", "reply": True})
+        return await comm.read()
+    finally:
+        comm.abort()
 
-    Raises BadInput (from `of`) naming both options when they conflict: `address`
-    with `workers`, `address` with the threads backend."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+def connect(address: str, timeout: float = 10.0):
+    """A `distributed.Client` of the scheduler at `address`. Raises BadInput for a
+    malformed address or one where no scheduler answers within `timeout` seconds."""
+    check_address(address)
+    try:
+        return Client(address, timeout=timeout)
+    except (OSError, TimeoutError) as exc:
+        raise BadInput(
+            f"--address {address}: no Dask scheduler answered within {timeout:g} s ({exc})"
+        ) from None
 
-    backend: Literal["dask", "threads"] = "dask"
-    address: str | None = None
-    workers: int | None = Field(default=None, ge=1)
-    dashboard_address: str | None = None
-    connect_timeout: float = Field(default=10.0, gt=0)
 
-    @model_validator(mode="after")
-    def _one_way(self) -> "Cluster":
-        if self.address and self.workers is not None:
-            raise ValueError(
-                "--address and --workers do not go together: --workers sizes a local "
-                "cluster, and --address uses a cluster already started"
-            )
-        if self.address and self.backend == "threads":
-            raise ValueError(
-                "--address and --backend threads do not go together: the threads "
-                "backend runs in this process; --address needs --backend dask"
-            )
-        if self.address:
-            check_address(self.address)
-        return self
+def dask_runner(scheduler: str):
+    """Prefect's task runner on the Dask scheduler at `scheduler` (not started yet)."""
+    from prefect_dask import DaskTaskRunner
 
-    @classmethod
-    def of(cls, **settings: Any) -> "Cluster":
-        """A validated Cluster; raises BadInput with the first problem in one line."""
+    return DaskTaskRunner(address=scheduler)
+
+
+def quiet_dask() -> None:
+    """Keep the in-process Dask scheduler's INFO lines and its 'port in use, hosting the
+    dashboard elsewhere' warning off the terminal (the run prints the address it got);
+    `PUZZLESWEEP_DASK_LOG_LEVEL` sets another level (default WARNING)."""
+    level = os.environ.get("PUZZLESWEEP_DASK_LOG_LEVEL", "WARNING").upper()
+    for name in list(logging.root.manager.loggerDict):
+        if name == "distributed" or name.startswith("distributed."):
+            logging.getLogger(name).setLevel(level)
+    warnings.filterwarnings("ignore", message=r"(?s)Port \d+ is already in use")
+
+
+class PuzzleWorker(WorkerPlugin):
+    """On each worker (also one that joins later): `quiet_closed_heartbeats`, then
+    `import prefect.task_engine` in the worker's event loop before tasks run; and the
+    owner of the worker's solver processes (`children`, an `isolate.Children`), which
+    its batches lease (`batch_children`) and which stop when the worker closes.
+
+    Two threads of a worker that imported Prefect at once (the event loop unpickling a
+    task that names `prefect.client.schemas.objects` while a task's thread ran `import
+    prefect`) deadlocked on Python's module locks, and Prefect printed "Failed to
+    initialize plugins: deadlock detected by _ModuleLock(...)" once per worker. Never
+    fails: the worker works without either."""
+
+    name = "puzzlesweep-worker"
+    idempotent = True  # a second run on the same cluster keeps the workers' children
+
+    def setup(self, worker) -> None:
+        """Hold the solver children, install the filter and import Prefect's task engine
+        (about 2 s, once)."""
+        self.children = Children()
+        quiet_closed_heartbeats()
         try:
-            return cls(**settings)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(part) for part in first["loc"])
-            message = first["msg"].removeprefix("Value error, ")
-            raise BadInput(f"--{where.replace('_', '-')} {message}" if where else message) from None
+            import prefect.task_engine  # noqa: F401
+        except Exception:  # noqa: BLE001 (a task imports it again and says why)
+            pass
 
-    @property
-    def size(self) -> int:
-        """Workers (or threads) of a cluster started here: `workers`, else 2."""
-        return self.workers or 2
+    def teardown(self, worker) -> None:
+        """Stop the solver children (Dask tears plugins down before it waits for the
+        running tasks: a child in the middle of a batch stops when its batch ends)."""
+        self.children.close()
 
-    @contextmanager
-    def start(self) -> Iterator[tuple[str | None, str | None, int, Any]]:
-        """Start (and on exit close) the cluster and its Prefect task runner; yields
-        (scheduler address or None, dashboard URL or None, workers, the started task
-        runner). Raises BadInput for a scheduler that does not answer."""
-        if self.backend == "threads":
-            from prefect.task_runners import ThreadPoolTaskRunner
 
-            with ThreadPoolTaskRunner(max_workers=self.size) as runner:
-                yield None, None, self.size, runner
-            return
-        from prefect_dask import DaskTaskRunner
+def worker_children() -> Children | None:
+    """The solver children of the Dask worker that runs this (its `PuzzleWorker`'s);
+    None outside a Dask worker, or on one without the plugin."""
+    try:
+        plugin = get_worker().plugins.get(PuzzleWorker.name)
+    except ValueError:  # not on a Dask worker
+        return None
+    return getattr(plugin, "children", None)
 
-        cluster = dask_cluster(
-            self.address, self.size, self.dashboard_address, self.connect_timeout
-        )
-        with cluster as (scheduler, dashboard, found):
-            with DaskTaskRunner(address=scheduler) as runner:
-                yield scheduler, dashboard, found, runner
+
+@contextmanager
+def batch_children(children: Children | None) -> Iterator[Children]:
+    """The solver children a batch leases its child from: `children` (the threads
+    backend's, passed to the task), else the Dask worker's (`worker_children`), else
+    new ones stopped after the block (a task's body called on its own)."""
+    held = children if children is not None else worker_children()
+    if held is not None:
+        yield held
+        return
+    with Children() as own:
+        yield own

@@ -32,14 +32,17 @@ def solve_batches(
     memory_limit: int | None,
     retries: int,
     scheduler: str | None = None,
+    children=None,
 ) -> dict:
     """Solve the jobs of `run` in batches on `runner` (a started Prefect task runner;
     None when nothing is to solve), `workers` wide, while a `Watch` probes the Prefect
     API and the Dask `scheduler`: one that stops answering for `LOST_SECONDS` ends the
-    run (state `failed`; the report's "stopped" names it). Returns the report without
-    "scheduler". The counts by status are the rows this run wrote in the catalog. A
-    batch that fails with an error no retry can fix (`faults.permanent`) stops the run
-    without waiting for the others. Raises KeyboardInterrupt on a stop request."""
+    run (state `failed`; the report's "stopped" names it); `children`: the solver
+    processes each batch leases from (`isolate.Children`; None on Dask). Returns the
+    report without "scheduler". The counts by status are the rows this run wrote in the
+    catalog. A batch that fails with an error no retry can fix (`faults.permanent`)
+    stops the run without waiting for the others. Raises KeyboardInterrupt on a stop
+    request."""
     started = time.perf_counter()
     logger = get_run_logger()
     plan, todo = run.plan, run.todo
@@ -55,7 +58,9 @@ def solve_batches(
     progress = Progress(run.run_id, plan.name, len(todo), control, planner.seconds_left)
     run.on_instances = progress.instance_done
     task = solve_batch.with_options(retries=retries)
-    flight = _Flight(run, control, runner, planner, progress, task, memory_limit, logger)
+    flight = _Flight(
+        run, control, runner, planner, progress, task, memory_limit, logger, children=children
+    )
     with Watch(scheduler, flight.lost):  # a stop request raises: the flow ends the run
         submit_all(flight.submit_next, 2 * workers, flight.on_result, flight.on_failure, control)
     return flight.finish(started)
@@ -79,6 +84,7 @@ class _Flight:
     retried: int = 0  # batches that needed more than one attempt
     failed: list[str] = field(default_factory=list)  # one line per failed batch
     halted: list[str] = field(default_factory=list)  # why the run stopped early
+    children: Any = None  # isolate.Children of the threads backend; None on Dask
 
     def lost(self, reason: str) -> None:
         """The Prefect API or the Dask scheduler stopped answering: end the run
@@ -106,6 +112,7 @@ class _Flight:
             "catalog_path": self.run.catalog_path,
             "memory_limit": self.memory_limit,
             "topic": self.run.topic,
+            "children": self.children,
         }
         return batch, self.runner.submit(own, parameters)
 

@@ -41,6 +41,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -239,19 +241,70 @@ def _decode(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-_local = threading.local()
+class Children:
+    """The child solver processes of one worker: of a Dask worker (its plugin,
+    `cluster.PuzzleWorker`, owns one) or of a run's threads (the threads backend makes
+    one per run), passed to the batch task rather than kept in a module. Each thread
+    that runs batches has its own child (`lease`), which it keeps across batches, so a
+    batch does not wait a second for a new child's imports; one with another memory
+    limit replaces it. A child is only ever used by the thread that started it: it dies
+    with that thread (PR_SET_PDEATHSIG). `close` stops the children (a child in the
+    middle of a batch when its batch ends, so no instance sees its solver vanish).
+    Thread-safe; usable as a context manager that closes it."""
 
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_thread: dict[int, Child] = {}
+        self._busy: set[int] = set()
+        self._closed = False
 
-def child_for_thread(memory_limit: int | None) -> Child:
-    """The calling thread's child process (kept across batches: a worker thread reuses
-    its child, which saves a second of imports per batch); replaced when the memory limit
-    changes."""
-    child = getattr(_local, "child", None)
-    if child is None or child.memory_limit != memory_limit:
-        if child is not None:
+    @contextmanager
+    def lease(self, memory_limit: int | None) -> Iterator[Child]:
+        """The calling thread's child with `memory_limit` (bytes; None: no limit), for
+        the block: kept for its next batch, or stopped after it once `close` was
+        called. Raises ValueError for a limit below `MIN_MEMORY`."""
+        ident = threading.get_ident()
+        with self._lock:
+            child = old = self._by_thread.get(ident)
+            if child is None or child.memory_limit != memory_limit:
+                child = self._by_thread[ident] = Child(memory_limit)
+            self._busy.add(ident)
+        if old is not None and old is not child:
+            old.close()
+        try:
+            yield child
+        finally:
+            with self._lock:
+                self._busy.discard(ident)
+                stop = self._closed and self._by_thread.pop(ident, None) is child
+            if stop:
+                child.close()
+
+    def warm(self, memory_limit: int | None) -> None:
+        """Start the calling thread's child now, so its first batch finds it ready."""
+        with self.lease(memory_limit) as child:
+            child.start()
+
+    def pids(self) -> list[int]:
+        """The process ids of the children running now, sorted."""
+        with self._lock:
+            return sorted(c.pid for c in self._by_thread.values() if c.pid is not None)
+
+    def close(self) -> None:
+        """Stop every child not in the middle of a batch now, the others when their
+        batch ends; a later `lease` gets a child stopped after its block."""
+        with self._lock:
+            self._closed = True
+            idle = [c for i, c in self._by_thread.items() if i not in self._busy]
+            self._by_thread = {i: c for i, c in self._by_thread.items() if i in self._busy}
+        for child in idle:
             child.close()
-        child = _local.child = Child(memory_limit)
-    return child
+
+    def __enter__(self) -> "Children":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _die_with_parent() -> None:

@@ -1,12 +1,11 @@
-"""Is it there? The checks of a Dask scheduler address and the probes of the services a
-run depends on.
+"""Is it there? The check of a Dask scheduler address's form and the probes of the
+services a run depends on, without importing Dask.
 
-`check_address` and `probe_scheduler` refuse a bad `--address` before any work starts
-(a bounded identity request: a port that accepts and never answers cannot hold the
-run); `connect` opens a `distributed.Client` with the same wording; `Watch` probes the
-Prefect API and the scheduler while batches run and ends the run when one is lost.
-`answers` is the one HTTP probe they share. Apart from `cluster`, which starts what
-these probe.
+`check_address` refuses a malformed `--address` before any work starts (the identity
+request to the scheduler itself is `cluster.probe_scheduler`, in Dask's one home);
+`Watch` probes the Prefect API (HTTP) and the scheduler (a TCP connection) while
+batches run and ends the run when one is lost. `answers` is the one HTTP probe they
+share. Apart from `cluster`, which starts what these probe.
 """
 
 import re
@@ -38,56 +37,6 @@ def check_address(address: str) -> str:
     if not ADDRESS.match(address) or not 0 < int(address.rsplit(":", 1)[1]) < 65536:
         raise BadInput(f"--address {address!r} is not a Dask scheduler address tcp://HOST:PORT")
     return address
-
-
-def probe_scheduler(address: str, timeout: float = 10.0) -> str:
-    """`address` once the Dask scheduler there has answered an identity request, the
-    whole exchange bounded by `timeout` seconds: a port that accepts a connection and
-    never answers would hold `distributed.Client` for ever. Raises BadInput naming the
-    address for a malformed one, one where nothing answers in time, or one where what
-    answers is not a Dask scheduler. A `tls://` address is only checked for its form
-    (the probe has no certificates)."""
-    import asyncio
-
-    check_address(address)
-    if address.startswith("tls://"):
-        return address
-    try:
-        reply = asyncio.run(asyncio.wait_for(_identity(address, timeout), timeout))
-    except TimeoutError:
-        reply = f"no Dask scheduler answered within {timeout:g} s"
-    except Exception as exc:  # noqa: BLE001 (refused, reset, or not Dask's protocol)
-        reply = f"no Dask scheduler answered within {timeout:g} s ({str(exc)[:200]})"
-    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
-        why = reply if isinstance(reply, str) else "what answered is not a Dask scheduler"
-        raise BadInput(f"--address {address}: {why}")
-    return address
-
-
-async def _identity(address: str, timeout: float) -> object:
-    """The reply of the Dask server at `address` to an `identity` request."""
-    from distributed.comm import connect as open_comm
-
-    comm = await open_comm(address, timeout=timeout)
-    try:
-        await comm.write({"op": "identity", "reply": True})
-        return await comm.read()
-    finally:
-        comm.abort()
-
-
-def connect(address: str, timeout: float = 10.0):
-    """A `distributed.Client` of the scheduler at `address`. Raises BadInput for a
-    malformed address or one where no scheduler answers within `timeout` seconds."""
-    from distributed import Client
-
-    check_address(address)
-    try:
-        return Client(address, timeout=timeout)
-    except (OSError, TimeoutError) as exc:
-        raise BadInput(
-            f"--address {address}: no Dask scheduler answered within {timeout:g} s ({exc})"
-        ) from None
 
 
 #: Seconds a Prefect API or Dask scheduler may fail its probes before the run stops.

@@ -29,7 +29,13 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from puzzlesweep import catalog
-from puzzlesweep.flows.cluster import configured_api, dask_cluster, prefect_api, worker_identity
+from puzzlesweep.flows.cluster import (
+    configured_api,
+    dask_cluster,
+    dask_runner,
+    prefect_api,
+    worker_identity,
+)
 from puzzlesweep.flows.submit import submit_all
 from puzzlesweep.proof import (
     PROBE_FIELDS,
@@ -300,7 +306,6 @@ def run_prove(
     nothing. Raises BadInput for a bad split or address, or while a run of the same
     attempt is alive."""
     from prefect import tags
-    from prefect_dask import DaskTaskRunner
 
     from puzzlesweep.flows.api import TemporaryAPI
 
@@ -322,7 +327,7 @@ def run_prove(
             say(f"Dask scheduler {scheduler}, {found} workers, dashboard {dashboard or '(none)'}")
             with prefect_api(api), tags(f"sweep:prove-{proof.key}", f"family:{proof.family}"):
                 flow_ = prove.with_options(
-                    task_runner=DaskTaskRunner(address=scheduler),
+                    task_runner=dask_runner(scheduler),
                     flow_run_name=f"prove {proof.family} {proof.key} "
                     f"{datetime.now():%Y-%m-%d %H:%M}",
                 )

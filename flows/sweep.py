@@ -34,19 +34,13 @@ from prefect.states import Cancelled, Failed
 
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows import run_record
+from puzzlesweep.flows.backend import Cluster, warn_remote_without_api
 from puzzlesweep.flows.batch_task import RETRIES, instances_word, solve_batch
 from puzzlesweep.flows.batches import Batch
-from puzzlesweep.flows.cluster import (
-    Cluster,
-    configured_api,
-    prefect_api,
-    warn_remote_without_api,
-    worker_events,
-)
+from puzzlesweep.flows.cluster import configured_api, connect, prefect_api, worker_events
 from puzzlesweep.flows.control import Control
 from puzzlesweep.flows.faults import RunStopped
 from puzzlesweep.flows.flight import solve_batches
-from puzzlesweep.flows.probes import connect
 from puzzlesweep.flows.run_record import SpecSource
 
 __all__ = ["Batch", "RETRIES", "run_sweep", "solve_batch", "sweep"]
@@ -242,7 +236,7 @@ def _solve_run(
         control.announce("nothing to solve: every instance has its result in the catalog")
         report = solve_batches(run, control, None, 1, batch_size, memory_limit, retries)
         return {**report, **run.links(), "scheduler": None}
-    with cluster.start() as (scheduler, dashboard, found, runner):
+    with cluster.start() as (scheduler, dashboard, found, runner, children):
         run.manifest["dask_dashboard_url"] = dashboard
         if dashboard:
             run.write()  # the link is on the dashboard now, not at the next heartbeat
@@ -264,6 +258,7 @@ def _solve_run(
                     memory_limit,
                     retries,
                     scheduler,
+                    children,
                 )
             except (KeyboardInterrupt, TerminationSignal):
                 _interrupted(run, control)  # before the cluster's teardown

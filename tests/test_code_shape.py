@@ -37,3 +37,37 @@ def test_no_function_over_60_lines_and_no_module_over_400():
                 if lines > MAX_FUNCTION_LINES:
                     too_long.append(f"{name}:{node.lineno} {node.name}: {lines} lines")
     assert too_long == []
+
+
+DASK = {"dask", "distributed", "prefect_dask"}
+DASK_HOME = Path("flows/cluster.py")  # issue 21 item 4: Dask is imported in one module
+
+
+def _dask_imports(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, module) of each import of dask, distributed or prefect_dask (or a module
+    of theirs) in `tree`, at any depth: an import inside a function counts too."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            continue
+        found += [(node.lineno, name) for name in names if name.split(".")[0] in DASK]
+    return found
+
+
+def test_dask_is_imported_in_one_module():
+    sources = _sources()
+    assert ROOT / DASK_HOME in sources
+    elsewhere = []
+    for path in sources:
+        name = path.relative_to(ROOT)
+        imports = _dask_imports(ast.parse(path.read_text(), filename=str(path)))
+        if name == DASK_HOME:
+            # the home imports all three: the check would see one if it were elsewhere
+            assert {module.split(".")[0] for _, module in imports} == DASK
+        else:
+            elsewhere += [f"{name}:{line} imports {module}" for line, module in imports]
+    assert elsewhere == []

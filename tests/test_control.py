@@ -10,7 +10,8 @@ import pytest
 
 from puzzlesweep import catalog
 from puzzlesweep.core import BadInput
-from puzzlesweep.flows.cluster import ClosedHeartbeat, Cluster
+from puzzlesweep.flows.backend import Cluster
+from puzzlesweep.flows.cluster import ClosedHeartbeat
 from puzzlesweep.flows.control import Control
 from puzzlesweep.flows.faults import RunStopped
 from puzzlesweep.flows.run_record import read_spec, start

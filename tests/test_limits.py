@@ -220,3 +220,106 @@ def test_a_transient_batch_failure_is_retried_and_counted(prefect_api, tmp_path,
             flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[report["flow_run_id"]]))
         )
     assert sorted(run.run_count for run in runs) == [1, 2]
+
+
+def knight_batch(number: int, side: int):
+    """Batch `number` of run r1: knight domination of the side×side board, HiGHS, 60 s."""
+    from puzzlesweep.flows.batches import Batch
+    from puzzlesweep.solvers import Limits
+
+    params = ({"piece": "knight", "rows": side, "cols": side, "variant": "dominating"},)
+    return Batch.of("r1", "reuse", "domination", "highs", Limits(60), params, number=number)
+
+
+def alive(pid: int) -> bool:
+    """Does the process `pid` (a child solver this test started) still exist?"""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_thread_keeps_its_child_across_batches_until_its_memory_limit_changes(tmp_path):
+    # The children are an object passed to the batch task (as the threads backend
+    # does): two batches on this thread are solved by one child process (a second of
+    # imports saved per batch); a batch under another memory limit replaces it; closing
+    # the children stops the child.
+    from puzzlesweep import catalog
+    from puzzlesweep.flows.batch_task import solve_batch
+    from puzzlesweep.flows.isolate import Children
+
+    path = str(tmp_path)
+    with Children() as children:
+        solve_batch.fn(knight_batch(1, 3), path, 1024 * 2**20, children=children)
+        [first] = children.pids()
+        solve_batch.fn(knight_batch(2, 4), path, 1024 * 2**20, children=children)
+        assert children.pids() == [first]
+        solve_batch.fn(knight_batch(3, 5), path, 512 * 2**20, children=children)
+        [second] = children.pids()
+        assert second != first and not alive(first)
+    assert children.pids() == [] and not alive(second)
+    # OEIS A006075 (knights, n×n): n = 3, 4, 5 → 4, 4, 5 (PUZZLES.md, domination).
+    _, rows = catalog.query(path, "SELECT rows, objective, status FROM results ORDER BY rows")
+    assert rows == [(3, 4.0, "optimal"), (4, 4.0, "optimal"), (5, 5.0, "optimal")]
+
+
+def test_a_dask_worker_keeps_its_child_across_batches_and_stops_it_when_it_closes(tmp_path):
+    # On a LocalCluster of one single-threaded worker, the worker's plugin owns the
+    # children: two batches run by the worker's thread are solved by one child process,
+    # which is gone once the cluster has closed.
+    import psutil
+    from distributed import Client
+
+    from puzzlesweep import catalog
+    from puzzlesweep.flows.batch_task import solve_batch
+    from puzzlesweep.flows.cluster import dask_cluster
+
+    def solvers(worker: int) -> list[int]:
+        found = psutil.Process(worker).children()
+        return sorted(p.pid for p in found if "puzzlesweep.flows.isolate" in p.cmdline())
+
+    path = str(tmp_path)
+    with (
+        dask_cluster(workers=1, dashboard_address=None) as (scheduler, _, _),
+        Client(scheduler) as client,
+    ):
+        [worker] = client.run(os.getpid).values()
+        client.submit(solve_batch.fn, knight_batch(1, 3), path, pure=False).result()
+        [first] = solvers(worker)
+        client.submit(solve_batch.fn, knight_batch(2, 4), path, pure=False).result()
+        assert solvers(worker) == [first]
+    for _ in range(100):  # bounded by count: the worker's teardown stops its child
+        if not alive(first):
+            break
+        time.sleep(0.1)
+    assert not alive(first)
+    # OEIS A006075 (knights, n×n): n = 3, 4 → 4, 4 (PUZZLES.md, domination).
+    _, rows = catalog.query(path, "SELECT rows, objective FROM results ORDER BY rows")
+    assert rows == [(3, 4.0), (4, 4.0)]
+
+
+def test_the_threads_backend_hands_its_children_to_each_batch_task(prefect_api, tmp_path):
+    # `--backend threads`: the run's children reach each task run through Prefect's
+    # thread pool as the same object, so the pool's one thread solves both batches in
+    # one child process, stopped when the backend closes.
+    from prefect import flow
+
+    from puzzlesweep.flows.backend import Cluster
+    from puzzlesweep.flows.batch_task import solve_batch
+
+    seen = []
+
+    @flow
+    def two_batches() -> None:
+        with Cluster.of(backend="threads", workers=1).start() as (_, _, _, runner, children):
+            for number, side in ((1, 3), (2, 4)):
+                parameters = {"batch": knight_batch(number, side), "children": children}
+                report = runner.submit(solve_batch, {**parameters, "catalog_path": str(tmp_path)})
+                assert report.result()["counts"] == {"optimal": 1}
+                seen.append(children.pids())
+        seen.append(children.pids())
+
+    two_batches()
+    assert len(seen[0]) == 1 and seen == [seen[0], seen[0], []]
+    assert not alive(seen[0][0])

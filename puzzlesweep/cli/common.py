@@ -227,34 +227,25 @@ def check_catalog_directory(catalog_path: str) -> None:
 
 
 def parse_memory(text: str | None) -> int | None:
-    """`--memory-limit` text ('2GiB', '512MB', '1e9') → bytes, or None for None/'none'.
+    """`--memory-limit` text → bytes, or None for None/'none': a number of bytes ('1e9',
+    '1000000000') or a size with its unit as Dask's `--memory-limit` reads it ('2GiB',
+    '512MB', '1.5 GB': decimal kB/MB/GB, binary KiB/MiB/GiB; pydantic's ByteSize).
     Raises BadInput naming the option for a text that is no size, or a size below the
     solver process's floor (`flows.isolate.MIN_MEMORY`)."""
     if text is None or text.lower() == "none":
         return None
-    from dask.utils import parse_bytes
+    from pydantic import ByteSize, TypeAdapter
+    from pydantic import ValidationError as Invalid
 
     from puzzlesweep.flows.isolate import MIN_MEMORY, mib
 
     try:
-        size = int(parse_bytes(text))
-    except (ValueError, TypeError):
-        raise BadInput(f"--memory-limit {text!r} is not a size such as 2GiB or 512MB") from None
+        size = int(float(text))
+    except (ValueError, OverflowError):
+        try:
+            size = int(TypeAdapter(ByteSize).validate_python(text))
+        except Invalid:
+            raise BadInput(f"--memory-limit {text!r} is not a size such as 2GiB or 512MB") from None
     if size < MIN_MEMORY:
         raise BadInput(f"--memory-limit {text} is below the minimum of {mib(MIN_MEMORY)}")
     return size
-
-
-def quiet_dask() -> None:
-    """Keep the in-process Dask scheduler's INFO lines and its 'port in use, hosting the
-    dashboard elsewhere' warning off the terminal: `run` prints the address it got."""
-    import logging
-    import warnings
-
-    import distributed  # noqa: F401  (its loggers exist, with their levels, from here on)
-
-    level = os.environ.get("PUZZLESWEEP_DASK_LOG_LEVEL", "WARNING").upper()
-    for name in list(logging.root.manager.loggerDict):
-        if name == "distributed" or name.startswith("distributed."):
-            logging.getLogger(name).setLevel(level)
-    warnings.filterwarnings("ignore", message=r"(?s)Port \d+ is already in use")

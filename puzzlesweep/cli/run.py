@@ -26,7 +26,6 @@ from puzzlesweep.cli.common import (
     parse_assignments,
     parse_memory,
     print_rows,
-    quiet_dask,
     refuse_together,
     run_errors,
 )
@@ -101,8 +100,7 @@ def run(
     if dry_run:
         return _dry_run(spec, catalog_path, force, max_instances, workers or CORES)
     with catalog_errors():  # everything is validated before any work starts
-        from puzzlesweep.flows.cluster import Cluster
-        from puzzlesweep.flows.probes import probe_scheduler
+        from puzzlesweep.flows.backend import Cluster
         from puzzlesweep.flows.spec import load
 
         Cluster.of(backend=backend, address=address, workers=workers)
@@ -112,6 +110,8 @@ def run(
         check_catalog_directory(catalog_path)  # a file, another directory, not writable
         plan = load(spec, max_instances)
         if address:  # a bounded probe: a port that never answers must not hold the run
+            from puzzlesweep.flows.cluster import probe_scheduler
+
             probe_scheduler(address, connect_timeout)
     options = dict(
         backend=backend,
@@ -135,13 +135,13 @@ def _run_sweep(spec: str, catalog_path: str, options: dict) -> dict:
     report (`flows.sweep.run_sweep`'s keyword `options`). Without a configured Prefect
     API, a temporary one is started first: it takes about 8 s, while Prefect and the
     flow are imported."""
-    from puzzlesweep.flows.api import TemporaryAPI
-    from puzzlesweep.flows.cluster import configured_api
+    from puzzlesweep.flows.api import TemporaryAPI, configured_api
     from puzzlesweep.flows.control import Control
 
     api = None if configured_api() else TemporaryAPI()
     control = Control(announce=lambda line: err.print(line, highlight=False, soft_wrap=True))
     with interruptible(control), api or nullcontext(), run_errors():
+        from puzzlesweep.flows.cluster import quiet_dask
         from puzzlesweep.flows.sweep import run_sweep
 
         quiet_dask()
@@ -331,7 +331,7 @@ def _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard_add
     and never answers exits 2 in 10 s) or on a local one of `workers` (default: the
     cores), announcing its links on stderr; returns `flows.prove.run_prove`'s report.
     A run's failures exit as `run_errors` says."""
-    from puzzlesweep.flows.probes import probe_scheduler
+    from puzzlesweep.flows.cluster import probe_scheduler, quiet_dask
     from puzzlesweep.flows.prove import run_prove
 
     quiet_dask()
