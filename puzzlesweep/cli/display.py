@@ -90,10 +90,16 @@ def progress_display(control, every_seconds: float = 10.0):
         line()
 
 
+#: The most instances the run's summary lists one per row; more are grouped.
+LISTED = 60
+
+
 def summary_table(catalog_path: str, plan, run_id: str) -> Table:
     """The latest result of every instance of `plan`, read back from the catalog, with
     where each row comes from: solved by run `run_id`, a symmetric copy of an equivalent
-    instance it solved, or already in the catalog from an earlier run."""
+    instance it solved, or already in the catalog from an earlier run. Up to `LISTED`
+    instances one per row; more, one row per family, solver, status and origin (a table
+    of thousands of rows helps no one at a terminal, and took 2 s to draw)."""
     from puzzlesweep import puzzles
 
     wanted = {job.done_key: job for job in plan.jobs}
@@ -119,9 +125,10 @@ def summary_table(catalog_path: str, plan, run_id: str) -> Table:
     parts = [f"{origins[name]} {said[name]}" for name in said if origins[name]]
     if missing := len(wanted) - len(rows):
         parts.append(f"{missing} without a result")
-    table = Table(
-        title=f"sweep {plan.name}: {len(wanted)} instances ({', '.join(parts)}) in {catalog_path}"
-    )
+    title = f"sweep {plan.name}: {len(wanted)} instances ({', '.join(parts)}) in {catalog_path}"
+    if len(rows) > LISTED:
+        return _grouped_table(title, rows, origin)
+    table = Table(title=title)
     columns = ("family", "parameters", "solver", "status", "objective", "bound", "gap")
     for name in (*columns, "verified", "seconds", "row"):
         table.add_column(
@@ -142,4 +149,23 @@ def summary_table(catalog_path: str, plan, run_id: str) -> Table:
             f"{r['solve_seconds']:.2f}",
             origin(r),
         )
+    return table
+
+
+def _grouped_table(title: str, rows: list[dict], origin) -> Table:
+    """More rows than a terminal shows: one row per family, solver, status and origin
+    (`origin(row)`), with the count, the objectives' range and the solve seconds."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["family"], r["solver"], r["status"], origin(r)), []).append(r)
+    table = Table(
+        title=title, caption="one row per group; `puzzlesweep catalog query` lists each instance"
+    )
+    for name in ("family", "solver", "status", "row", "instances", "objective", "seconds"):
+        table.add_column(name, justify="right" if name in ("instances", "seconds") else "left")
+    for (family, solver, status, where), members in sorted(groups.items()):
+        objectives = [r["objective"] for r in members if r["objective"] is not None]
+        span = f"{cell_text(min(objectives))}..{cell_text(max(objectives))}" if objectives else "-"
+        seconds = sum(r["solve_seconds"] or 0.0 for r in members)
+        table.add_row(family, solver, status, where, str(len(members)), span, f"{seconds:.2f}")
     return table
