@@ -159,10 +159,11 @@ def prefect_api(api: TemporaryAPI | None = None) -> Iterator[str]:
     (`api`, started earlier by the caller, or a new one), and point this process and,
     through the settings that the task runner ships with each task, every Dask worker at
     it; otherwise each worker process would start its own (DESIGN.md, measured facts).
-    Stops the temporary server on exit (also `api` when an API is configured), once the
+    A temporary API has no UI URL (`url_for` gives None): nothing links to it. Stops
+    the temporary server on exit (also `api` when an API is configured), once the
     log lines queued for it are sent. Yields the API URL. Raises flows.api.APIError when
     the temporary API does not start."""
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL, temporary_settings
 
     if configured := configured_api():
         if api is not None:
@@ -173,7 +174,8 @@ def prefect_api(api: TemporaryAPI | None = None) -> Iterator[str]:
         url = server.url()
         if url is None:  # its settings name an API that this process's settings do not
             raise RuntimeError("Prefect's settings differ between this process and its child")
-        with temporary_settings(updates={PREFECT_API_URL: url}):
+        # no UI URL: a link into a temporary API is dead once the run ends
+        with temporary_settings(updates={PREFECT_API_URL: url, PREFECT_UI_URL: ""}):
             try:
                 yield url
             finally:  # the run's last log lines reach the API before it stops

@@ -225,7 +225,9 @@ def _name_flow_run(run, control: Control) -> None:
         control.announce(f"Prefect flow run: {url}")
         run.write()
     jobs = len(run.plan.jobs)
-    control.announce(f"sweep {run.plan.name}: {jobs} instances into {run.catalog_path}")
+    control.announce(
+        f"sweep {run.plan.name}: {jobs} {instances_word(jobs)} into {run.catalog_path}"
+    )
 
 
 def _solve_run(

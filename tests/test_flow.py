@@ -79,6 +79,10 @@ def test_cli_run_prints_the_summary_from_the_catalog(spec, tmp_path, prefect_api
         assert done.stdout.count("symmetric copy") == 7
         _, rows = catalog.query(results, "SELECT count(*), count(*) FILTER (verified) FROM results")
         assert rows == [(16, 12)]
+        # nothing links into its temporary Prefect API, which is gone once the run ends
+        assert "Prefect flow run:" not in done.stderr and "127.0.0.1" not in done.stdout
+        _, rows = catalog.query(results, "SELECT flow_run_url FROM runs")
+        assert rows == [(None,)]
         # its temporary Prefect API ended with it (only what this test started is looked
         # at: the session's API is not the run's)
         left = descendants("puzzlesweep.flows.api", exclude=prefect_api.process.pid)

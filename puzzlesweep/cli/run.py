@@ -153,7 +153,8 @@ def _print_run(catalog_path: str, plan, report: dict) -> None:
     """Print the run's one-line summary and its results table; exit 1 when batches
     failed every attempt or instances ended in error."""
     err.print(
-        f"run {report['run_id']}: solved {report['solved']} in {report['batches']} batches "
+        f"run {report['run_id']}: solved {report['solved']} in {report['batches']} "
+        f"{'batch' if report['batches'] == 1 else 'batches'} "
         f"({report['retried']} retried), skipped {report['skipped']} already in the catalog, "
         f"{report['seconds']:.1f} s",
         highlight=False,
