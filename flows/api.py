@@ -16,7 +16,9 @@ thread that started it ends (PR_SET_PDEATHSIG: a SIGKILLed run leaves no server)
 caller imports Prefect and starts its cluster meanwhile, and waits for the API's
 `/health` only when the flow is about to start.
 
-Its database is SQLite in memory (`MEMORY`), unless the environment's
+Its database is SQLite in memory (`MEMORY`, filled at start from a copy of the empty
+database that the first start leaves in the user's cache, `_template()`, so that
+Prefect's migrations find nothing to do), unless the environment's
 `PREFECT_API_DATABASE_CONNECTION_URL` names one: the records of a temporary API are gone
 with it anyway, and Prefect's default, the file `PREFECT_HOME/prefect.db` shared by every
 run, grows with each run's logs and stalls the run. On a file, Prefect opens several
@@ -24,14 +26,15 @@ connections, and two write transactions that meet make SQLite answer "database i
 at once; the API turns that into a 503, which Prefect's client retries after 2 s while
 the task that asked waits. Measured with `benchmarks/overhead_bench.py` (2,035 instances,
 18 batches, 2 workers): 4 such stalls per run and 21 s of steady state on the file, none
-and 14 s in memory, for about 3 s more of start-up (Prefect's migrations build the empty
-database; they run while the cluster starts).
+and 14 s in memory. The API answers in about 3.5 s from the copy, 4 s on the file, 7 s
+when the migrations build the empty database in memory.
 
 Only Prefect's public interface is used: the settings `PREFECT_API_URL` and
 `PREFECT_UI_ENABLED`, and the app factory `create_app(ephemeral=True, final=True)` (the
 factory `prefect server start` serves; `ephemeral` turns the UI and the background
-services off, `final` lets it skip work for later apps), called by `app()` below under
-uvicorn's public `Config(factory=True)`. The private environment variables
+services off, `final` lets it skip work for later apps), called by `app()` below and
+served by uvicorn; the copy of the empty database is made in a lifespan wrapped around
+Prefect's (Starlette's public `router.lifespan_context`). The private environment variables
 `PREFECT__SERVER_EPHEMERAL` and `PREFECT__SERVER_FINAL` would do the same (`create_app`
 reads them as fallbacks for those two arguments), but only the arguments are public.
 The exact Prefect version is pinned by `requirements.lock`, so a release that changes
@@ -40,16 +43,21 @@ even the public surface arrives only with `make lock` and the test suite.
 
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import asynccontextmanager, closing
+from pathlib import Path
 
 #: Seconds to wait for the API when PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 #: is not set (Prefect's own default is 20 s, too short for a loaded 2-core machine).
 STARTUP = 120.0
-#: The temporary API's database: SQLite in memory, which Prefect pools to one connection.
-MEMORY = "sqlite+aiosqlite:///:memory:"
+#: The temporary API's database: SQLite in memory (one shared by the connections of the
+#: child, which Prefect pools to one, as it does any URL naming ":memory:").
+MEMORY = "sqlite+aiosqlite:///file::memory:?cache=shared&uri=true"
+SHARED_MEMORY = "file::memory:?cache=shared"
 
 
 class APIError(RuntimeError):
@@ -162,22 +170,74 @@ def serve() -> None:
         return
     import uvicorn
 
+    keeper = _memory_database()  # open while the server lives, and the database with it
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
     print(f"port {listener.getsockname()[1]}", flush=True)
-    config = uvicorn.Config(
-        "puzzlesweep.flows.api:app", factory=True, log_level="error", lifespan="on"
-    )
+    config = uvicorn.Config(app(keeper), log_level="error", lifespan="on")
     uvicorn.Server(config).run(sockets=[listener])
 
 
-def app():
+def _template() -> Path:
+    """The empty database of this Prefect version, as its migrations leave it (kept in
+    the user's cache: XDG_CACHE_HOME, else ~/.cache)."""
+    from prefect import __version__
+
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "puzzlesweep" / f"prefect-{__version__}-empty.db"
+
+
+def _memory_database() -> "sqlite3.Connection | None":
+    """When the API's database is `MEMORY`: a connection that keeps it alive, filled
+    from `_template()` when that exists, so Prefect's migrations find nothing to do
+    (about 3 s of start-up on this machine); else None."""
+    if os.environ.get("PREFECT_API_DATABASE_CONNECTION_URL") != MEMORY:
+        return None
+    keeper = sqlite3.connect(SHARED_MEMORY, uri=True, check_same_thread=False)
+    try:
+        with closing(sqlite3.connect(f"file:{_template()}?mode=ro", uri=True)) as template:
+            template.backup(keeper)
+    except sqlite3.Error:  # none yet (or unreadable): the migrations build it
+        pass
+    return keeper
+
+
+def _save_template(keeper: "sqlite3.Connection") -> None:
+    """Copy the database `keeper` holds, migrated and still empty, to `_template()`
+    (written whole, then renamed); a cache that cannot be written is skipped."""
+    path = _template()
+    partial = path.with_suffix(f".{os.getpid()}.partial")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with closing(sqlite3.connect(partial)) as copy:
+            keeper.backup(copy)
+        os.replace(partial, path)
+    except (OSError, sqlite3.Error):  # the next run migrates again
+        partial.unlink(missing_ok=True)
+
+
+def app(keeper: "sqlite3.Connection | None" = None):
     """The ephemeral API's ASGI app: Prefect's public factory with the UI and background
-    services off (`ephemeral`), the only app of its process (`final`)."""
+    services off (`ephemeral`), the only app of its process (`final`). With `keeper`
+    (the connection holding its in-memory database) and no `_template()` yet, the
+    database is copied there once its start-up (the migrations) is done, before the
+    first request."""
     from prefect.server.api.server import create_app
 
-    return create_app(ephemeral=True, final=True)
+    api = create_app(ephemeral=True, final=True)
+    if keeper is None or _template().exists():
+        return api
+    started = api.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(application):
+        async with started(application) as state:
+            _save_template(keeper)
+            yield state
+
+    api.router.lifespan_context = lifespan
+    return api
 
 
 if __name__ == "__main__":

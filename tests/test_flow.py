@@ -1,6 +1,7 @@
 """A small sweep through the real Prefect flow on a real Dask LocalCluster, checked by
 DuckDB queries of the catalog it wrote."""
 
+import json
 import urllib.request
 from pathlib import Path
 
@@ -128,20 +129,35 @@ def test_the_temporary_api_defers_to_a_configured_one(monkeypatch):
 
 def test_the_temporary_api_keeps_its_records_in_memory(tmp_path, monkeypatch):
     # Its records are gone with it: nothing is written under PREFECT_HOME, where
-    # Prefect's default database file would grow with every run.
-    from puzzlesweep.flows.api import TemporaryAPI
+    # Prefect's default database file would grow with every run. The first start leaves
+    # the migrated empty database in the user's cache; the next starts from a copy.
+    from puzzlesweep.flows.api import TemporaryAPI, _template
 
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     monkeypatch.delenv("PREFECT_API_DATABASE_CONNECTION_URL", raising=False)
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("PREFECT_PROFILES_PATH", str(tmp_path / "profiles.toml"))
-    with TemporaryAPI() as api:
-        url = api.url()
-        request = urllib.request.Request(
-            f"{url}/flows/", data=b'{"name": "kept-in-memory"}', method="POST"
-        )
-        request.add_header("Content-Type", "application/json")
-        with urllib.request.urlopen(request, timeout=30) as response:
-            assert response.status in (200, 201)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    for _ in range(2):
+        with TemporaryAPI() as api:
+            url = api.url()
+            assert _flows(url) == []  # a run's API holds only that run's records
+            request = urllib.request.Request(
+                f"{url}/flows/", data=b'{"name": "kept-in-memory"}', method="POST"
+            )
+            request.add_header("Content-Type", "application/json")
+            with urllib.request.urlopen(request, timeout=30) as response:
+                assert response.status in (200, 201)
+            assert _flows(url) == ["kept-in-memory"]
+            assert _template().exists()  # copied before the API answered its first request
+    assert _template().parent == tmp_path / "cache" / "puzzlesweep"
     home = tmp_path / "home"
     assert not list(home.rglob("*.db")), sorted(home.rglob("*"))
+
+
+def _flows(url: str) -> list[str]:
+    """The names of the flows the Prefect API at `url` holds."""
+    request = urllib.request.Request(f"{url}/flows/filter", data=b"{}", method="POST")
+    request.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return [flow["name"] for flow in json.loads(response.read())]
