@@ -1,5 +1,7 @@
-"""A small sweep through the real Prefect flow on a real Dask LocalCluster, checked by
-DuckDB queries of the catalog it wrote."""
+"""A small sweep through the real Prefect flow, checked by DuckDB queries of the catalog
+it wrote: in this process on threads (`--backend threads`: the same flow and batch task,
+without starting Dask), through the CLI, and the same sweep on threads, on a Dask
+LocalCluster and on `dask scheduler`/`dask worker` processes, row for row."""
 
 from pathlib import Path
 
@@ -21,9 +23,9 @@ def spec(tmp_path) -> Path:
     return path
 
 
-def test_sweep_on_local_cluster_writes_a_queryable_catalog(prefect_api, spec, tmp_path):
+def test_sweep_writes_a_queryable_catalog(prefect_api, spec, tmp_path):
     results = tmp_path / "results"
-    report = run_sweep(str(spec), str(results), workers=2, batch_size=4)
+    report = run_sweep(str(spec), str(results), backend="threads", workers=2, batch_size=4)
     assert (report["planned"], report["solved"], report["skipped"]) == (16, 16, 0)
     # 6 boards in batches of 4 -> 2; T_4's 10 starts are 3 classes of equivalent starts
     # (6 edge holes; 3 corners; the centre), never split: corners and centre in one
@@ -68,10 +70,12 @@ def test_sweep_on_local_cluster_writes_a_queryable_catalog(prefect_api, spec, tm
 
 
 def test_cli_run_prints_the_summary_from_the_catalog(spec, tmp_path):
-    # The user's path: `puzzlesweep run` starts its own Prefect API and LocalCluster.
+    # The user's path: `puzzlesweep run` starts its own Prefect API (the batches run on
+    # threads: that the same sweep runs on Dask is test_the_same_sweep_on_threads_...).
     results = tmp_path / "cli-results"
     with subreaper():  # whatever the run leaves behind becomes ours to see
-        done = cli("run", str(spec), "--catalog", str(results), "--workers", "2", timeout=300)
+        args = ("--catalog", str(results), "--backend", "threads", "--workers", "2")
+        done = cli("run", str(spec), *args, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
         # 9 canonical classes solved, 7 rows carried over to their equivalent instances
         assert "sweep small: 16 instances (9 solved now, 7 symmetric copies)" in done.stdout
