@@ -1,5 +1,7 @@
-"""A small sweep through the real Prefect flow on a real Dask LocalCluster, checked by
-DuckDB queries of the catalog it wrote."""
+"""A small sweep through the real Prefect flow, checked by DuckDB queries of the catalog
+it wrote: in this process on threads (`--backend threads`: the same flow and batch task,
+without starting Dask), through the CLI, and the same sweep on threads, on a Dask
+LocalCluster and on `dask scheduler`/`dask worker` processes, row for row."""
 
 import json
 import urllib.request
@@ -10,8 +12,8 @@ import pytest
 from puzzlesweep import catalog
 from puzzlesweep.flows.sweep import run_sweep
 
-from .conftest import PEGS_T4, cli, knights
-from .servers import descendants, subreaper
+from .conftest import CLI, PEGS_T4, ROOT, cli, knights
+from .servers import Processes, descendants, free_port, start_scheduler, subreaper
 
 SMALL = knights("small", "1..6", piece=True) + PEGS_T4
 
@@ -23,9 +25,9 @@ def spec(tmp_path) -> Path:
     return path
 
 
-def test_sweep_on_local_cluster_writes_a_queryable_catalog(prefect_api, spec, tmp_path):
+def test_sweep_writes_a_queryable_catalog(prefect_api, spec, tmp_path):
     results = tmp_path / "results"
-    report = run_sweep(str(spec), str(results), workers=2, batch_size=4)
+    report = run_sweep(str(spec), str(results), backend="threads", workers=2, batch_size=4)
     assert (report["planned"], report["solved"], report["skipped"]) == (16, 16, 0)
     # 6 boards in batches of 4 -> 2; T_4's 10 starts are 3 classes of equivalent starts
     # (6 edge holes; 3 corners; the centre), never split: corners and centre in one
@@ -70,10 +72,12 @@ def test_sweep_on_local_cluster_writes_a_queryable_catalog(prefect_api, spec, tm
 
 
 def test_cli_run_prints_the_summary_from_the_catalog(spec, tmp_path, prefect_api):
-    # The user's path: `puzzlesweep run` starts its own Prefect API and LocalCluster.
+    # The user's path: `puzzlesweep run` starts its own Prefect API (the batches run on
+    # threads: that the same sweep runs on Dask is test_the_same_sweep_on_threads_...).
     results = tmp_path / "cli-results"
     with subreaper():  # whatever the run leaves behind becomes ours to see
-        done = cli("run", str(spec), "--catalog", str(results), "--workers", "2", timeout=300)
+        args = ("--catalog", str(results), "--backend", "threads", "--workers", "2")
+        done = cli("run", str(spec), *args, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
         # 9 canonical classes solved, 7 rows carried over to their equivalent instances
         assert "sweep small: 16 instances (9 solved now, 7 symmetric copies)" in done.stdout
@@ -106,6 +110,105 @@ def test_cli_run_prints_the_summary_from_the_catalog(spec, tmp_path, prefect_api
         "5,5",
         "6,8",
     ]
+
+
+# Known optima (PUZZLES.md): OEIS A006075, knights n×n for n = 1..6 -> 1, 4, 4, 4, 5, 8;
+# OEIS A181018, no 3 in a row on n×n for n = 3..5 keeps 6, 9, 16 -> removes 3, 7, 9;
+# OEIS A127500, T_4 -> 5 fewest moves, and holes 1, 5, 7, 10 cannot reach one peg.
+THREE_WAYS = (
+    knights("three-ways", "1..6")
+    + PEGS_T4
+    + """
+[[study]]
+family = "no_k_in_row"
+time_limit = 30
+[study.grid]
+dims = [[3, 3], [4, 4], [5, 5]]
+k = 3
+"""
+)
+
+
+def rows_of(results: Path) -> list[tuple]:
+    """(family, params_key, status, objective, verified) of every row, in key order."""
+    return catalog.query(
+        results,
+        "SELECT family, params_key, status, objective, verified FROM results ORDER BY 2",
+    )[1]
+
+
+def workers_of(results: Path) -> set[str]:
+    """The workers that solved the rows (symmetric copies are solved by none)."""
+    return {
+        w for (w,) in catalog.query(results, "SELECT worker FROM results WHERE NOT equivalent")[1]
+    }
+
+
+def test_the_same_sweep_on_threads_a_local_cluster_and_dask_processes(prefect_api, tmp_path):
+    import os
+
+    from distributed import Client
+    from prefect.settings import PREFECT_API_URL
+
+    spec = tmp_path / "three-ways.toml"
+    spec.write_text(THREE_WAYS)
+    threads, local, remote = (tmp_path / name for name in ("threads", "local", "remote"))
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    work = tmp_path / "cluster"
+    work.mkdir()
+    processes = Processes(work)
+    try:
+        # `dask scheduler` and two `dask worker` processes on 127.0.0.1, started (and
+        # stopped) here; they start while this process sweeps on threads
+        start_scheduler(processes, port, work)
+        for name in ("w1", "w2"):
+            processes.start(
+                name,
+                *("dask", "worker", address, "--name", name, "--host", "127.0.0.1"),
+                *("--nthreads", "1", "--no-dashboard", "--local-directory", str(work)),
+                cwd=work,
+            )
+        run_sweep(str(spec), str(threads), backend="threads", workers=2)  # --backend threads
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(2, timeout=90)
+        # `puzzlesweep run --address` sends its batches there, while this process runs
+        # the sweep on a LocalCluster of its own (`--workers 2`)
+        env = {"PREFECT_API_URL": PREFECT_API_URL.value()}
+        args = ("run", str(spec), "--address", address, "--catalog", str(remote))
+        run = processes.start("run", *CLI, *args, env=env, cwd=ROOT)
+        # (a port of its own for the LocalCluster's HTTP server: without one, Dask takes
+        # 8787, which another cluster on the machine may hold)
+        run_sweep(str(spec), str(local), workers=2, dashboard_address="127.0.0.1:0")
+        assert run.wait(timeout=300) == 0, processes.log("run")
+        assert f"Dask scheduler {address}, 2 workers" in (work / "run.log").read_text()
+    finally:
+        processes.stop()
+
+    # the same rows three times: the same statuses, objectives and verdicts
+    expected = rows_of(threads)
+    assert len(expected) == 6 + 10 + 3
+    assert rows_of(local) == expected and rows_of(remote) == expected
+    _, rows = catalog.query(
+        threads,
+        "SELECT family, rows, dims, objective FROM results "
+        "WHERE family <> 'peg_solitaire' ORDER BY 1, 2, dims[1]",
+    )
+    assert rows == [
+        *(("domination", n, None, float(o)) for n, o in enumerate([1, 4, 4, 4, 5, 8], 1)),
+        *(("no_k_in_row", None, [n, n], float(o)) for n, o in [(3, 3), (4, 7), (5, 9)]),
+    ]
+    _, rows = catalog.query(
+        threads,
+        "SELECT min(objective), count(*) FILTER (status = 'infeasible'), "
+        "count(*) FILTER (verified) FROM results WHERE family = 'peg_solitaire'",
+    )
+    assert rows == [(5.0, 4, 6)]
+    # and each ran where it was sent: this host's threads, the LocalCluster's worker
+    # processes (named by their addresses), the workers named w1 and w2
+    assert workers_of(threads) == {os.uname().nodename}
+    assert all(w.startswith("tcp://127.0.0.1:") for w in workers_of(local))
+    assert workers_of(remote) <= {"w1", "w2"} and workers_of(remote)
 
 
 def test_query_errors_are_named(tmp_path):

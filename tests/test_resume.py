@@ -3,7 +3,8 @@ and run again, a second run of the same sweep refused while the first lives, and
 runs of different sweeps at once. Checked with DuckDB queries of the catalog.
 
 The subprocesses use the session's Prefect test API (PREFECT_API_URL) rather than each
-starting a temporary one; each still starts its own Dask LocalCluster.
+starting a temporary one, and solve on threads (`--backend threads`): what is tested is
+the catalog and the run's lifecycle, not Dask (a killed Dask worker: test_cluster.py).
 """
 
 import os
@@ -19,6 +20,7 @@ from .conftest import CLI, PEGS_T4, ROOT, each_once_at_its_limit, knights, slow_
 SLOW = slow_boxes("slow", time_limit=2)
 KNIGHTS = knights("knights", "1..6")
 MIXED = knights("mixed", "5..8") + PEGS_T4
+THREADS = ("--backend", "threads", "--workers", "2")  # two batches at a time, no Dask
 
 
 def _start(spec: Path, results: Path, env: dict, log: Path, *extra: str) -> subprocess.Popen:
@@ -44,9 +46,7 @@ def _spec(tmp_path: Path, name: str, text: str) -> Path:
 
 def test_sigkill_midway_then_rerun_solves_only_what_is_missing(api_env, tmp_path):
     spec, results = _spec(tmp_path, "slow", SLOW), tmp_path / "results"
-    first = _start(
-        spec, results, api_env, tmp_path / "first.log", "--workers", "2", "--batch-size", "1"
-    )
+    first = _start(spec, results, api_env, tmp_path / "first.log", *THREADS, "--batch-size", "1")
     deadline = time.monotonic() + 240
     while len(catalog.files(results)) < 2 and first.poll() is None:
         assert time.monotonic() < deadline, (tmp_path / "first.log").read_text()[-2000:]
@@ -63,7 +63,7 @@ def test_sigkill_midway_then_rerun_solves_only_what_is_missing(api_env, tmp_path
     assert catalog.query(results, "SELECT count(*) FROM runs")[1] == [(1,)]
     os.kill(first.pid, signal.SIGKILL)
     assert first.wait(30) == -signal.SIGKILL
-    try:  # its orphaned Dask workers and nannies, by the session it leads
+    try:  # its orphaned solver processes, by the session it leads
         os.killpg(first.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
@@ -75,7 +75,7 @@ def test_sigkill_midway_then_rerun_solves_only_what_is_missing(api_env, tmp_path
     _, [(killed_run, state)] = catalog.query(results, "SELECT run_id, state FROM runs")
     assert state == "running"  # it never got to write its end
 
-    second = _run(spec, results, api_env, "--workers", "2", "--batch-size", "1", timeout=300)
+    second = _run(spec, results, api_env, *THREADS, "--batch-size", "1", timeout=300)
     assert second.returncode == 0, second.stderr[-2000:]
     assert f"skipped {kept} already in the catalog" in second.stderr
 
@@ -109,6 +109,8 @@ def test_two_runs_into_one_catalog_at_once(api_env, tmp_path):
             results,
             api_env,
             tmp_path / f"{name}.log",
+            "--backend",
+            "threads",
             "--workers",
             "1",
         )
