@@ -3,6 +3,7 @@ box's, the reported objective and bound of both MIP engines, the memory floor, t
 key and the final status."""
 
 import math
+import re
 
 import pytest
 
@@ -62,6 +63,24 @@ def test_the_memory_floor_is_the_solver_processs_everywhere(monkeypatch):
         parse_memory("300MiB")
     with pytest.raises(ValueError, match="below the minimum of 512 MiB"):
         isolate.Child(300 * 2**20)
+
+
+def test_a_memory_limit_is_a_whole_size_within_what_the_kernel_takes():
+    # Dask's spellings are read as Dask reads them; what pydantic's ByteSize reads by
+    # halves ('1e-3GB' as 1 EB) and what no RLIMIT_DATA can hold are refused.
+    assert [parse_memory(t) for t in ("2GiB", "512MB", "1e9", "2 GiB", "2G")] == [
+        2 * 2**30,
+        512 * 10**6,
+        10**9,
+        2 * 2**30,
+        2 * 10**9,
+    ]
+    for text in ("1e-3GB", "1e3MB", "MB", "-1GB", "2GB of it"):
+        with pytest.raises(BadInput, match=f"--memory-limit '{re.escape(text)}' is not a size"):
+            parse_memory(text)
+    for text in ("1e30", "99999999TB"):
+        with pytest.raises(BadInput, match=f"--memory-limit {text} is above the maximum"):
+            parse_memory(text)
 
 
 def test_a_jobs_done_key_is_its_rows_and_only_a_final_row_makes_it_done(tmp_path):

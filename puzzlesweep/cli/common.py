@@ -226,12 +226,19 @@ def check_catalog_directory(catalog_path: str) -> None:
         ) from None
 
 
+#: A size with its unit, as `parse_memory` takes it: '2GiB', '512 MB', '1.5gb', '2G'.
+SIZE = re.compile(r"\s*\d+(\.\d+)?\s*([kmgtpe](i?b)?|b)\s*", re.IGNORECASE)
+#: The largest memory limit a solver process can be given (RLIMIT_DATA is set as a
+#: signed 64-bit number).
+MAX_MEMORY = 2**63 - 1
+
+
 def parse_memory(text: str | None) -> int | None:
     """`--memory-limit` text → bytes, or None for None/'none': a number of bytes ('1e9',
     '1000000000') or a size with its unit as Dask's `--memory-limit` reads it ('2GiB',
     '512MB', '1.5 GB': decimal kB/MB/GB, binary KiB/MiB/GiB; pydantic's ByteSize).
     Raises BadInput naming the option for a text that is no size, or a size below the
-    solver process's floor (`flows.isolate.MIN_MEMORY`)."""
+    solver process's floor (`flows.isolate.MIN_MEMORY`) or above `MAX_MEMORY`."""
     if text is None or text.lower() == "none":
         return None
     from pydantic import ByteSize, TypeAdapter
@@ -239,13 +246,18 @@ def parse_memory(text: str | None) -> int | None:
 
     from puzzlesweep.flows.isolate import MIN_MEMORY, mib
 
+    not_a_size = BadInput(f"--memory-limit {text!r} is not a size such as 2GiB or 512MB")
     try:
         size = int(float(text))
     except (ValueError, OverflowError):
+        if not SIZE.fullmatch(text):  # ByteSize alone reads '1e-3GB' as 1 EB
+            raise not_a_size from None
         try:
             size = int(TypeAdapter(ByteSize).validate_python(text))
         except Invalid:
-            raise BadInput(f"--memory-limit {text!r} is not a size such as 2GiB or 512MB") from None
+            raise not_a_size from None
     if size < MIN_MEMORY:
         raise BadInput(f"--memory-limit {text} is below the minimum of {mib(MIN_MEMORY)}")
+    if size > MAX_MEMORY:  # the kernel's limits are signed 64-bit numbers here
+        raise BadInput(f"--memory-limit {text} is above the maximum of {MAX_MEMORY} bytes")
     return size
