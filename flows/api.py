@@ -48,7 +48,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from contextlib import asynccontextmanager, closing
+from contextlib import asynccontextmanager, closing, suppress
 from pathlib import Path
 
 #: Seconds to wait for the API when PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
@@ -170,12 +170,12 @@ def serve() -> None:
         return
     import uvicorn
 
-    keeper = _memory_database()  # open while the server lives, and the database with it
+    keeper, filled = _memory_database()  # open while the server lives, and the database too
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
     print(f"port {listener.getsockname()[1]}", flush=True)
-    config = uvicorn.Config(app(keeper), log_level="error", lifespan="on")
+    config = uvicorn.Config(app(keeper, save=not filled), log_level="error", lifespan="on")
     uvicorn.Server(config).run(sockets=[listener])
 
 
@@ -188,24 +188,33 @@ def _template() -> Path:
     return cache / "puzzlesweep" / f"prefect-{__version__}-empty.db"
 
 
-def _memory_database() -> "sqlite3.Connection | None":
-    """When the API's database is `MEMORY`: a connection that keeps it alive, filled
-    from `_template()` when that exists, so Prefect's migrations find nothing to do
-    (about 3 s of start-up on this machine); else None."""
+def _memory_database() -> "tuple[sqlite3.Connection | None, bool]":
+    """When the API's database is `MEMORY`: (a connection that keeps it alive, whether
+    it was filled from `_template()`), so that Prefect's migrations find nothing to do
+    (about 3 s of start-up on this machine); else (None, False). A template that is not
+    a whole SQLite database with Prefect's migration mark is not used (the migrations
+    build the database, and the copy made afterwards replaces it)."""
     if os.environ.get("PREFECT_API_DATABASE_CONNECTION_URL") != MEMORY:
-        return None
+        return None, False
     keeper = sqlite3.connect(SHARED_MEMORY, uri=True, check_same_thread=False)
     try:
         with closing(sqlite3.connect(f"file:{_template()}?mode=ro", uri=True)) as template:
             template.backup(keeper)
-    except sqlite3.Error:  # none yet (or unreadable): the migrations build it
+        [(check,)] = keeper.execute("PRAGMA quick_check").fetchall()
+        [(marks,)] = keeper.execute("SELECT count(*) FROM alembic_version").fetchall()
+        if check == "ok" and marks == 1:
+            return keeper, True
+    except sqlite3.Error:  # none yet, or unreadable
         pass
-    return keeper
+    with closing(sqlite3.connect(":memory:")) as empty:
+        empty.backup(keeper)  # whatever a bad copy left is gone
+    return keeper, False
 
 
 def _save_template(keeper: "sqlite3.Connection") -> None:
     """Copy the database `keeper` holds, migrated and still empty, to `_template()`
-    (written whole, then renamed); a cache that cannot be written is skipped."""
+    (written whole, then renamed). A cache that cannot be written is skipped: the next
+    run migrates again; nothing about a cache may stop the API."""
     path = _template()
     partial = path.with_suffix(f".{os.getpid()}.partial")
     try:
@@ -213,20 +222,20 @@ def _save_template(keeper: "sqlite3.Connection") -> None:
         with closing(sqlite3.connect(partial)) as copy:
             keeper.backup(copy)
         os.replace(partial, path)
-    except (OSError, sqlite3.Error):  # the next run migrates again
-        partial.unlink(missing_ok=True)
+    except Exception:  # noqa: BLE001 (an OSError or sqlite3.Error of any kind)
+        with suppress(OSError):
+            partial.unlink(missing_ok=True)
 
 
-def app(keeper: "sqlite3.Connection | None" = None):
+def app(keeper: "sqlite3.Connection | None" = None, save: bool = False):
     """The ephemeral API's ASGI app: Prefect's public factory with the UI and background
-    services off (`ephemeral`), the only app of its process (`final`). With `keeper`
-    (the connection holding its in-memory database) and no `_template()` yet, the
-    database is copied there once its start-up (the migrations) is done, before the
-    first request."""
+    services off (`ephemeral`), the only app of its process (`final`). With `save`, the
+    database that `keeper` holds (in memory) is copied to `_template()` once its
+    start-up (the migrations) is done, before the first request."""
     from prefect.server.api.server import create_app
 
     api = create_app(ephemeral=True, final=True)
-    if keeper is None or _template().exists():
+    if keeper is None or not save:
         return api
     started = api.router.lifespan_context
 

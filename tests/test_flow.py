@@ -264,3 +264,23 @@ def _flows(url: str) -> list[str]:
     request.add_header("Content-Type", "application/json")
     with urllib.request.urlopen(request, timeout=30) as response:
         return [flow["name"] for flow in json.loads(response.read())]
+
+
+def test_a_bad_or_unwritable_copy_of_the_empty_database_costs_only_time(tmp_path, monkeypatch):
+    # A copy that is garbage is not used and is replaced by a good one; a cache that
+    # cannot be written (XDG_CACHE_HOME is a file) is skipped. The API serves either way.
+    from puzzlesweep.flows.api import TemporaryAPI, _template
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.delenv("PREFECT_API_DATABASE_CONNECTION_URL", raising=False)
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    _template().parent.mkdir(parents=True)
+    _template().write_bytes(b"not a database" * 1000)
+    with TemporaryAPI() as api:
+        assert _flows(api.url()) == []
+    assert _template().read_bytes().startswith(b"SQLite format 3\0")
+    (tmp_path / "not-a-dir").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "not-a-dir"))
+    with TemporaryAPI() as api:
+        assert _flows(api.url()) == []
