@@ -18,7 +18,7 @@ from prefect.cache_policies import NO_CACHE
 
 from puzzlesweep import __version__, catalog, puzzles
 from puzzlesweep.flows.batches import Batch
-from puzzlesweep.flows.cluster import batch_children, report_to, worker_identity
+from puzzlesweep.flows.cluster import batch_children, commits_stopped, report_to, worker_identity
 from puzzlesweep.flows.faults import (
     CatalogUnwritable,
     disk_full,
@@ -26,7 +26,7 @@ from puzzlesweep.flows.faults import (
     permanent,
     retry_transient,
 )
-from puzzlesweep.flows.isolate import Children
+from puzzlesweep.flows.isolate import Children, Interrupted
 from puzzlesweep.solve import empty_row, solve_classes
 
 RETRIES = 2  # extra attempts of a batch after a transient failure (Prefect task retries)
@@ -91,6 +91,8 @@ def solve_batch(
         rows = [{"status": status, "verified": verified} for status, verified in rows]
     else:
         rows = _solve_rows(batch, memory_limit, topic, children)
+        if commits_stopped(topic):  # the run was interrupted while this batch ran
+            raise Interrupted(f"batch {batch.number}: the run was interrupted; not written")
         full = disk_full(None, catalog_path)
         if full:  # a write that runs out of space midway makes deltalake panic
             raise CatalogUnwritable(f"catalog {catalog_path} cannot be written: {full}")

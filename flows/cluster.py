@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import dask
-from distributed import Client, LocalCluster, fire_and_forget, get_worker
+from distributed import Client, Event, LocalCluster, fire_and_forget, get_worker
 from distributed.comm import connect as open_comm
 from distributed.comm.core import CommClosedError
 from distributed.diagnostics.plugin import WorkerPlugin
@@ -59,6 +59,22 @@ def report_to(topic: str | None, number: int) -> Callable[[int], None] | None:
     return lambda n: worker.log_event(topic, [number, n])
 
 
+def commits_stopped(topic: str | None) -> bool:
+    """On a Dask worker: whether the run of `topic` asked its batches to commit nothing
+    (`worker_events`' `stop_commits`: it was interrupted); False elsewhere, and when the
+    scheduler cannot say (a run that lost its scheduler is not interrupted)."""
+    if topic is None:
+        return False
+    try:
+        get_worker()
+    except ValueError:  # not on a Dask worker
+        return False
+    try:
+        return Event(f"{topic}-stopped").is_set()
+    except Exception:  # noqa: BLE001 (the batch's commit meets a lost scheduler itself)
+        return False
+
+
 @contextmanager
 def worker_events(
     scheduler: str | None,
@@ -69,10 +85,12 @@ def worker_events(
     """While the block runs: a Dask client of `scheduler` that calls `handler(number,
     n)` for each event under `topic` (`report_to`), in the client's thread. On entry it
     also readies every worker for batches (`warm_worker`, not waited for); on exit every
-    worker sends the log lines it still holds (`send_logs`). Nothing without a
+    worker sends the log lines it still holds (`send_logs`). Yields `stop_commits`: a
+    function that tells every batch still running to commit nothing (`commits_stopped`:
+    the workers of `--address` are not the run's to stop); a no-op without a
     scheduler."""
     if scheduler is None or topic is None:
-        yield
+        yield lambda: None
         return
     with Client(scheduler) as client:
         workers = client.scheduler_info(n_workers=-1).get("workers", {})
@@ -81,7 +99,7 @@ def worker_events(
         )
         client.subscribe_topic(topic, lambda event: handler(*event[1]))
         try:
-            yield
+            yield lambda: Event(f"{topic}-stopped", client=client).set()
         finally:
             client.unsubscribe_topic(topic)
             # at most 6 s, also when the scheduler or a worker is gone

@@ -155,6 +155,13 @@ def _outcome(run, report: dict, control: Control) -> Any:
     return _final_state(report)
 
 
+def _stop_commits(stop) -> None:
+    try:
+        stop()
+    except Exception:  # noqa: BLE001 (a scheduler that is gone runs no batch)
+        pass
+
+
 def _interrupted(run, control: Control) -> None:
     """At a stop request, before anything is torn down: the run's row says
     `interrupted`, and this flow run and its unfinished task runs are `Cancelled` in
@@ -249,7 +256,7 @@ def _solve_run(
             warn_remote_without_api(scheduler, cluster.address, configured, control.announce)
         else:
             control.announce(f"{found} threads in this process")
-        with worker_events(scheduler, run.topic, run.instances_done, memory_limit):
+        with worker_events(scheduler, run.topic, run.instances_done, memory_limit) as stop:
             try:
                 report = solve_batches(
                     run,
@@ -263,6 +270,7 @@ def _solve_run(
                     children,
                 )
             except (KeyboardInterrupt, TerminationSignal):
+                _stop_commits(stop)  # no batch still running commits after the row ends
                 _interrupted(run, control)  # before the cluster's teardown
                 raise
     return {**report, **run.links(), "scheduler": scheduler}

@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from puzzlesweep.core import BadInput
 from puzzlesweep.flows.cluster import check_address
 from puzzlesweep.flows.sweep import run_sweep
 
-from .conftest import CLI, cli
+from .conftest import CLI, ROOT, cli, slow_boxes
 from .servers import Processes, free_port, start_scheduler, wait_for
 
 # T_5 from every hole, fewest moves: 15 instances of about a second each, in batches of
@@ -175,3 +176,27 @@ def test_bad_or_silent_addresses_are_refused(tmp_path):
     assert done.returncode == 2, done.stderr[-2000:]
     assert f"--address {silent}: no Dask scheduler answered within 3 s" in done.stderr
     assert not Path(tmp_path / "r").exists()
+
+
+def test_ctrl_c_with_address_leaves_no_batch_to_commit_after_the_row(
+    prefect_api, cluster, tmp_path
+):
+    # The workers of --address are not the run's to freeze: a batch still running when
+    # the run is interrupted finishes its solve on its worker but commits nothing, so the
+    # run's row counts exactly its rows.
+    from prefect.settings import PREFECT_API_URL
+
+    address, _, processes, _ = cluster
+    spec = tmp_path / "slow.toml"
+    spec.write_text(slow_boxes("slow", 8))  # each box stops at its 8 s limit
+    results = tmp_path / "results"
+    env = {"PREFECT_API_URL": PREFECT_API_URL.value()}
+    args = ("run", str(spec), "--address", address, "--catalog", str(results))
+    run = processes.start("run", *CLI, *args, "--batch-size", "1", env=env, cwd=ROOT)
+    wait_for("a first commit", lambda: len(catalog.files(results)) >= 1, timeout=240)
+    run.send_signal(signal.SIGINT)
+    assert run.wait(timeout=60) == 130, processes.log("run")
+    time.sleep(8 + 10)  # the batches in flight reach their limit, and would commit
+    _, rows = catalog.query(results, "SELECT count(*) FROM results")
+    _, runs = catalog.query(results, "SELECT state, solved FROM runs")
+    assert runs == [("interrupted", rows[0][0])] and 1 <= rows[0][0] < 8
