@@ -178,6 +178,7 @@ def test_bad_or_silent_addresses_are_refused(tmp_path):
     assert not Path(tmp_path / "r").exists()
 
 
+@pytest.mark.slow  # about 50 s: `make test-slow`
 def test_ctrl_c_with_address_leaves_no_batch_to_commit_after_the_row(
     prefect_api, cluster, tmp_path
 ):
