@@ -24,6 +24,7 @@ flow run's state. The batch task is `batch_task.solve_batch` (what runs on the
 workers); the batches in flight are `flight.solve_batches`.
 """
 
+import threading
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -156,22 +157,39 @@ def _outcome(run, report: dict, control: Control) -> Any:
 
 
 def _stop_commits(stop) -> None:
-    try:
-        stop()
-    except Exception:  # noqa: BLE001 (a scheduler that is gone runs no batch)
-        pass
+    """Call `stop` (`worker_events`' stop_commits) for at most 2 s: a scheduler that does
+    not answer must not hold up the rest of the stop."""
+    thread = threading.Thread(target=_quietly(stop), daemon=True)
+    thread.start()
+    thread.join(2.0)
 
 
-def _interrupted(run, control: Control) -> None:
-    """At a stop request, before anything is torn down: the run's row says
-    `interrupted`, and this flow run and its unfinished task runs are `Cancelled` in
-    Prefect at once (the caller may exit before the teardown ends); then the caller
-    hears of it (`control.on_stopped`)."""
+def _quietly(function):
+    """`function` with every Exception it raises dropped (a scheduler that is gone runs
+    no batch that could commit)."""
+
+    def call() -> None:
+        try:
+            function()
+        except Exception:  # noqa: BLE001
+            pass
+
+    return call
+
+
+def _interrupted(run, control: Control, stop=None) -> None:
+    """At a stop request, before anything is torn down: this flow run and its
+    unfinished task runs are `Cancelled` in Prefect at once (the caller may exit before
+    the teardown ends), the batches still running are told to commit nothing (`stop`),
+    and the run's row says `interrupted`; then the caller hears of it
+    (`control.on_stopped`)."""
     if run.ended is None:
         try:  # first: the caller's exit timer also ends the row, not the flow run
             _cancel_in_prefect()
         except Exception:  # noqa: BLE001 (an API that is gone has nothing to show)
             pass
+        if stop is not None:
+            _stop_commits(stop)
         run.end("interrupted")
     control.on_stopped("interrupted", None)
 
@@ -270,8 +288,7 @@ def _solve_run(
                     children,
                 )
             except (KeyboardInterrupt, TerminationSignal):
-                _stop_commits(stop)  # no batch still running commits after the row ends
-                _interrupted(run, control)  # before the cluster's teardown
+                _interrupted(run, control, stop)  # before the cluster's teardown
                 raise
     return {**report, **run.links(), "scheduler": scheduler}
 

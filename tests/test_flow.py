@@ -266,6 +266,7 @@ def _flows(url: str) -> list[str]:
         return [flow["name"] for flow in json.loads(response.read())]
 
 
+@pytest.mark.slow  # about 33 s, two starts that migrate: `make test-slow`
 def test_a_bad_or_unwritable_copy_of_the_empty_database_costs_only_time(tmp_path, monkeypatch):
     # A copy that is garbage is not used and is replaced by a good one; a cache that
     # cannot be written (XDG_CACHE_HOME is a file) is skipped. The API serves either way.
