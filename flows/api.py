@@ -143,9 +143,9 @@ class TemporaryAPI:
 
 
 def _in_memory_database() -> dict[str, str]:
-    """The environment that keeps the temporary API's records in memory, unless
-    PREFECT_API_DATABASE_CONNECTION_URL names a database (environment only: a profile's
-    database is kept by the child's own settings)."""
+    """The environment that keeps the temporary API's records in memory, unless the
+    environment's PREFECT_API_DATABASE_CONNECTION_URL names a database (a database named
+    only in a Prefect profile is not used: the environment wins over profiles)."""
     if os.environ.get("PREFECT_API_DATABASE_CONNECTION_URL"):
         return {}
     return {"PREFECT_API_DATABASE_CONNECTION_URL": MEMORY}

@@ -59,6 +59,12 @@ def report_to(topic: str | None, number: int) -> Callable[[int], None] | None:
     return lambda n: worker.log_event(topic, [number, n])
 
 
+def _stop_event(topic: str, client: Client | None = None) -> Event:
+    """The Dask Event by which the run of `topic` tells its batches to commit nothing
+    (on a worker, through the worker's own client when `client` is None)."""
+    return Event(f"{topic}-stopped", client=client)
+
+
 def commits_stopped(topic: str | None) -> bool:
     """On a Dask worker: whether the run of `topic` asked its batches to commit nothing
     (`worker_events`' `stop_commits`: it was interrupted); False elsewhere, and when the
@@ -70,7 +76,7 @@ def commits_stopped(topic: str | None) -> bool:
     except ValueError:  # not on a Dask worker
         return False
     try:
-        return Event(f"{topic}-stopped").is_set()
+        return _stop_event(topic).is_set()
     except Exception:  # noqa: BLE001 (the batch's commit meets a lost scheduler itself)
         return False
 
@@ -99,7 +105,7 @@ def worker_events(
         )
         client.subscribe_topic(topic, lambda event: handler(*event[1]))
         try:
-            yield lambda: Event(f"{topic}-stopped", client=client).set()
+            yield lambda: _stop_event(topic, client).set()
         finally:
             client.unsubscribe_topic(topic)
             # at most 6 s, also when the scheduler or a worker is gone
