@@ -27,6 +27,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows.api import TemporaryAPI, configured_api
+from puzzlesweep.flows.faults import within
 from puzzlesweep.flows.isolate import Children
 from puzzlesweep.flows.probes import answers, check_address
 
@@ -93,8 +94,8 @@ def worker_events(
     also readies every worker for batches (`warm_worker`, not waited for); on exit every
     worker sends the log lines it still holds (`send_logs`). Yields `stop_commits`: a
     function that tells every batch still running to commit nothing (`commits_stopped`:
-    the workers of `--address` are not the run's to stop); a no-op without a
-    scheduler."""
+    the workers of `--address` are not the run's to stop), within 2 s and without
+    raising; a no-op without a scheduler."""
     if scheduler is None or topic is None:
         yield lambda: None
         return
@@ -105,7 +106,7 @@ def worker_events(
         )
         client.subscribe_topic(topic, lambda event: handler(*event[1]))
         try:
-            yield lambda: _stop_event(topic, client).set()
+            yield lambda: within(2.0, _stop_event(topic, client).set)
         finally:
             client.unsubscribe_topic(topic)
             # at most 6 s, also when the scheduler or a worker is gone

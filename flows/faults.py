@@ -18,6 +18,8 @@ writability before each batch (a race, and the cost of a write per batch).
 
 import errno
 import re
+import threading
+from collections.abc import Callable
 
 from puzzlesweep.core import BadInput
 
@@ -138,3 +140,19 @@ def retry_transient(task, task_run, state) -> bool:
         except Exception as error:  # noqa: BLE001 (a result that cannot be read: retry)
             exc = error
     return not (isinstance(exc, BaseException) and permanent(exc))
+
+
+def within(seconds: float, call: Callable[[], object]) -> None:
+    """Run `call` for at most `seconds` (in a daemon thread), dropping what it raises: a
+    scheduler that does not answer must not hold up a run's stop, and one that is gone
+    runs no batch that could commit."""
+
+    def quietly() -> None:
+        try:
+            call()
+        except Exception:  # noqa: BLE001
+            pass
+
+    thread = threading.Thread(target=quietly, daemon=True)
+    thread.start()
+    thread.join(seconds)

@@ -24,7 +24,6 @@ flow run's state. The batch task is `batch_task.solve_batch` (what runs on the
 workers); the batches in flight are `flight.solve_batches`.
 """
 
-import threading
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -156,27 +155,6 @@ def _outcome(run, report: dict, control: Control) -> Any:
     return _final_state(report)
 
 
-def _stop_commits(stop) -> None:
-    """Call `stop` (`worker_events`' stop_commits) for at most 2 s: a scheduler that does
-    not answer must not hold up the rest of the stop."""
-    thread = threading.Thread(target=_quietly(stop), daemon=True)
-    thread.start()
-    thread.join(2.0)
-
-
-def _quietly(function):
-    """`function` with every Exception it raises dropped (a scheduler that is gone runs
-    no batch that could commit)."""
-
-    def call() -> None:
-        try:
-            function()
-        except Exception:  # noqa: BLE001
-            pass
-
-    return call
-
-
 def _interrupted(run, control: Control, stop=None) -> None:
     """At a stop request, before anything is torn down: this flow run and its
     unfinished task runs are `Cancelled` in Prefect at once (the caller may exit before
@@ -189,7 +167,7 @@ def _interrupted(run, control: Control, stop=None) -> None:
         except Exception:  # noqa: BLE001 (an API that is gone has nothing to show)
             pass
         if stop is not None:
-            _stop_commits(stop)
+            stop()
         run.end("interrupted")
     control.on_stopped("interrupted", None)
 
