@@ -39,7 +39,7 @@ class Cluster(BaseModel):
     `connect_timeout` (seconds to wait for the scheduler at `address`).
 
     Raises BadInput (from `of`) naming both options when they conflict: `address`
-    with `workers`, `address` with the threads backend."""
+    with `workers`, `address` or `dashboard_address` with the threads backend."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -55,6 +55,11 @@ class Cluster(BaseModel):
             raise ValueError(
                 "--address and --workers do not go together: --workers sizes a local "
                 "cluster, and --address uses a cluster already started"
+            )
+        if self.dashboard_address and self.backend == "threads":
+            raise ValueError(
+                "--dashboard-address and --backend threads do not go together: the "
+                "threads backend runs no Dask scheduler, so there is no dashboard"
             )
         if self.address and self.backend == "threads":
             raise ValueError(

@@ -242,6 +242,9 @@ def dask_cluster(
         threads_per_worker=1,
         processes=True,
         dashboard_address=dashboard_address,
+        # without a dashboard, the scheduler's HTTP server (health, metrics) still
+        # listens, on Dask's default 8787 unless told otherwise: any free loopback port
+        scheduler_kwargs=None if dashboard_address else {"dashboard_address": "127.0.0.1:0"},
     ) as cluster:
         with Client(cluster) as client:
             _ready_workers(client)

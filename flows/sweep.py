@@ -251,7 +251,7 @@ def _solve_run(
             configured = configured_api() is not None
             warn_remote_without_api(scheduler, cluster.address, configured, control.announce)
         else:
-            control.announce(f"{found} threads in this process")
+            control.announce(f"{found} {'thread' if found == 1 else 'threads'} in this process")
         with worker_events(scheduler, run.topic, run.instances_done, memory_limit) as stop:
             try:
                 report = solve_batches(

@@ -47,6 +47,8 @@ def test_conflicting_cluster_settings_are_refused_naming_both():
         Cluster.of(address="tcp://127.0.0.1:8786", workers=2)
     with pytest.raises(BadInput, match="--address and --backend threads do not go together"):
         Cluster.of(address="tcp://127.0.0.1:8786", backend="threads")
+    with pytest.raises(BadInput, match="--dashboard-address and --backend threads do not go"):
+        Cluster.of(backend="threads", dashboard_address="127.0.0.1:8787")
     with pytest.raises(BadInput, match="backend"):
         Cluster.of(backend="processes")
     assert Cluster.of(backend="threads", workers=3).size == 3

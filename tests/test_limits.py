@@ -285,6 +285,10 @@ def test_a_dask_worker_keeps_its_child_across_batches_and_stops_it_when_it_close
         Client(scheduler) as client,
     ):
         [worker] = client.run(os.getpid).values()
+        # no dashboard: the scheduler's HTTP server (health, metrics) still listens, on
+        # a free port rather than Dask's default 8787, which a dashboard may want
+        http = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.http_server.port)
+        assert http != 8787
         client.submit(solve_batch.fn, knight_batch(1, 3), path, pure=False).result()
         [first] = solvers(worker)
         client.submit(solve_batch.fn, knight_batch(2, 4), path, pure=False).result()

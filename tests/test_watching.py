@@ -171,6 +171,9 @@ def test_options_that_do_not_go_together_are_refused(tmp_path):
     done = cli("run", str(spec), "--address", "tcp://127.0.0.1:1", "--workers", "2")
     assert done.returncode == 2
     assert "--address and --workers do not go together" in done.stderr
+    done = cli("run", str(spec), "--backend", "threads", "--dashboard-address", "127.0.0.1:0")
+    assert done.returncode == 2
+    assert "--dashboard-address and --backend threads do not go together" in done.stderr
     done = cli(
         "prove", "no_k_in_row", "dims=6,7", "k=4", "--split", "1:0,6", "--check", "--wall", "5"
     )

@@ -54,7 +54,11 @@ WORKERS_PER_CORE = 4
 #: its imports) and its solver child under the smallest memory limit (256 MiB).
 WORKER_MEMORY = 512 * 2**20
 DashboardOption = Annotated[
-    str, typer.Option(help="Local cluster's Dask dashboard, HOST:PORT (0: any free port)")
+    str | None,
+    typer.Option(
+        help="Local cluster's Dask dashboard, HOST:PORT (0: any free port) "
+        "[default: 127.0.0.1:8787]"
+    ),
 ]
 INTEGER = re.compile(r"^-?\d+$")
 

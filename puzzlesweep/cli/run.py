@@ -84,7 +84,7 @@ def run(
     force: ForceOption = False,
     memory_limit: MemoryOption = None,
     retries: RetriesOption = 2,
-    dashboard_address: DashboardOption = "127.0.0.1:8787",
+    dashboard_address: DashboardOption = None,
     connect_timeout: ConnectTimeoutOption = 10.0,
     allow_concurrent: AllowConcurrentOption = False,
     max_instances: MaxInstancesOption = None,
@@ -103,10 +103,14 @@ def run(
         from puzzlesweep.flows.backend import Cluster
         from puzzlesweep.flows.spec import load
 
-        Cluster.of(backend=backend, address=address, workers=workers)
+        Cluster.of(
+            backend=backend, address=address, workers=workers, dashboard_address=dashboard_address
+        )
         check_workers(workers)
         memory = parse_memory(memory_limit)
-        check_dashboard_address(dashboard_address, bind=not address)
+        if backend == "dask":  # a local cluster's, by default 127.0.0.1:8787
+            dashboard_address = dashboard_address or "127.0.0.1:8787"
+            check_dashboard_address(dashboard_address, bind=not address)
         check_catalog_directory(catalog_path)  # a file, another directory, not writable
         plan = load(spec, max_instances)
         if address:  # a bounded probe: a port that never answers must not hold the run
@@ -219,7 +223,7 @@ def prove(
     check: Annotated[
         bool, typer.Option(help="Only re-check the stored certificate of this split")
     ] = False,
-    dashboard_address: DashboardOption = "127.0.0.1:8787",
+    dashboard_address: DashboardOption = None,
 ) -> None:
     """Prove one instance's optimum by splitting its MIP into parts solved on Dask.
 
@@ -237,6 +241,7 @@ def prove(
         if probe < 0:
             raise BadInput(f"--probe must be >= 0 seconds, got {probe}")
         check_workers(workers)
+        dashboard_address = dashboard_address or "127.0.0.1:8787"
         check_dashboard_address(dashboard_address, bind=not address)
         build(proof)
         catalog.check_writable(catalog_path)
