@@ -145,10 +145,17 @@ class TemporaryAPI:
 def _in_memory_database() -> dict[str, str]:
     """The environment that keeps the temporary API's records in memory, unless the
     environment's PREFECT_API_DATABASE_CONNECTION_URL names a database (a database named
-    only in a Prefect profile is not used: the environment wins over profiles)."""
+    only in a Prefect profile is not used: the environment wins over profiles). Prefect's
+    memo of its block registration then lives beside the copy it describes
+    (`_memo_store()`), not in PREFECT_HOME, unless the environment names a path."""
     if os.environ.get("PREFECT_API_DATABASE_CONNECTION_URL"):
         return {}
-    return {"PREFECT_API_DATABASE_CONNECTION_URL": MEMORY}
+    memo = {"PREFECT_SERVER_MEMO_STORE_PATH": str(_memo_store())}
+    if os.environ.get("PREFECT_SERVER_MEMO_STORE_PATH") or os.environ.get(
+        "PREFECT_MEMO_STORE_PATH"
+    ):
+        memo = {}
+    return {"PREFECT_API_DATABASE_CONNECTION_URL": MEMORY, **memo}
 
 
 def configured_api() -> str | None:
@@ -182,10 +189,16 @@ def serve() -> None:
 def _template() -> Path:
     """The empty database of this Prefect version, as its migrations leave it (kept in
     the user's cache: XDG_CACHE_HOME, else ~/.cache)."""
-    from prefect import __version__
+    from importlib.metadata import version
 
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "puzzlesweep" / f"prefect-{__version__}-empty.db"
+    return cache / "puzzlesweep" / f"prefect-{version('prefect')}-empty.db"
+
+
+def _memo_store() -> Path:
+    """Prefect's memo that the block types are registered in `_template()` (its
+    `memo_store.toml`), kept beside that copy and removed when the copy is rebuilt."""
+    return _template().with_name(_template().name.replace("-empty.db", "-memo_store.toml"))
 
 
 def _memory_database() -> "tuple[sqlite3.Connection | None, bool]":
@@ -197,6 +210,8 @@ def _memory_database() -> "tuple[sqlite3.Connection | None, bool]":
     if os.environ.get("PREFECT_API_DATABASE_CONNECTION_URL") != MEMORY:
         return None, False
     keeper = sqlite3.connect(SHARED_MEMORY, uri=True, check_same_thread=False)
+    with suppress(OSError):  # where Prefect writes its memo (`_memo_store()`) on start
+        _template().parent.mkdir(parents=True, exist_ok=True)
     try:
         with closing(sqlite3.connect(f"file:{_template()}?mode=ro", uri=True)) as template:
             template.backup(keeper)
@@ -208,6 +223,8 @@ def _memory_database() -> "tuple[sqlite3.Connection | None, bool]":
         pass
     with closing(sqlite3.connect(":memory:")) as empty:
         empty.backup(keeper)  # whatever a bad copy left is gone
+    with suppress(OSError):  # the new copy gets the block types registered again
+        _memo_store().unlink(missing_ok=True)
     return keeper, False
 
 
