@@ -46,6 +46,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from contextlib import asynccontextmanager, closing, suppress
@@ -81,10 +82,12 @@ class TemporaryAPI:
         self.started = time.monotonic()
         self._url: str | None = None
         self._answer: str | None = None
+        self._stderr = tempfile.TemporaryFile()  # its last line names why it failed
         self.process = subprocess.Popen(
             [sys.executable, "-m", "puzzlesweep.flows.api"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
+            stderr=self._stderr,
             text=True,
             process_group=0,  # a Ctrl-C at the terminal is for the run, which stops this
             env={**os.environ, "PREFECT_UI_ENABLED": "0", **_in_memory_database()},
@@ -121,8 +124,14 @@ class TemporaryAPI:
         return self._url
 
     def _failure(self) -> str:
+        """'still running', or its exit code and the last line it wrote on stderr (a
+        traceback's last line names the error, e.g. a database URL that is not one)."""
         code = self.process.poll()
-        return "still running" if code is None else f"exit code {code}"
+        if code is None:
+            return "still running"
+        self._stderr.seek(0)
+        lines = self._stderr.read().decode(errors="replace").strip().splitlines()
+        return f"exit code {code}" + (f": {lines[-1]}" if lines else "")
 
     def stop(self) -> None:
         """End the server and wait for it (at most 5 s before SIGKILL)."""
@@ -134,6 +143,7 @@ class TemporaryAPI:
                 self.process.kill()
                 self.process.wait()
         self.process.stdout.close()
+        self._stderr.close()
 
     def __enter__(self) -> "TemporaryAPI":
         return self

@@ -258,6 +258,22 @@ def test_the_temporary_api_keeps_its_records_in_memory(tmp_path, monkeypatch):
     assert not [path for path in home.rglob("*") if path.is_file()], sorted(home.rglob("*"))
 
 
+def test_a_temporary_api_that_cannot_start_says_why_in_one_line(monkeypatch, capfd):
+    # A database URL that is not one: the API's child exits, and its traceback's last
+    # line is the error's message instead of a traceback on the terminal.
+    from puzzlesweep.flows.api import APIError, TemporaryAPI
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.setenv("PREFECT_API_DATABASE_CONNECTION_URL", "garbage")
+    with TemporaryAPI() as api, pytest.raises(APIError) as raised:
+        api.url()
+    assert str(raised.value) == (
+        "the temporary Prefect API stopped before it answered (exit code 1: "
+        "sqlalchemy.exc.ArgumentError: Could not parse SQLAlchemy URL from given URL string)"
+    )
+    assert "Traceback" not in capfd.readouterr().err
+
+
 def _flows(url: str) -> list[str]:
     """The names of the flows the Prefect API at `url` holds."""
     request = urllib.request.Request(f"{url}/flows/filter", data=b"{}", method="POST")
