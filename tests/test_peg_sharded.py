@@ -125,3 +125,13 @@ def test_a_folder_of_another_search_is_refused(tmp_path):
         sharded.plan(ShardedRun(_all_starts(4), str(tmp_path), 3))
     with pytest.raises(ValueError, match="answers min_moves"):
         ShardedRun(peg.problem(4, [0], None, "solve"), str(tmp_path), 2)
+
+
+def test_a_part_over_its_memory_stops_before_it_loads(tmp_path):
+    from puzzlesweep.solvers.frontier import sharded
+
+    run = ShardedRun(_all_starts(5), str(tmp_path), 2, memory=1 << 20)
+    step = sharded.plan(run)
+    with pytest.raises(MemoryError, match=r"expanding .*s0.npy needs 0.03 GiB, over 0.00 GiB"):
+        sharded.expand_part(run, step.target, step.side, step.d, 0)
+    assert not run.layer(step.target, step.side, step.d + 1).exists()

@@ -31,7 +31,7 @@ import numpy as np
 
 from .kernels import board_keys, difference, distinct, expand, member
 from .layers import CHUNK, walk
-from .problem import LayeredProblem, bound_of, key_tables, move_tables, prune_table
+from .problem import MEMORY, LayeredProblem, bound_of, key_tables, move_tables, prune_table
 
 #: Positions sampled to estimate the cost of expanding a layer (see `moves._Side.cost`).
 SAMPLE = 512
@@ -48,12 +48,15 @@ def owner(keys: np.ndarray, shards: int) -> np.ndarray:
 @dataclass(frozen=True)
 class ShardedRun:
     """A sharded `min_moves` search: `problem` (a LayeredProblem, question min_moves),
-    `folder` (the run's directory, created if missing) and `shards` (>= 1; fixed for the
-    life of the folder). Raises ValueError for another question or shards < 1."""
+    `folder` (the run's directory, created if missing), `shards` (>= 1; fixed for the
+    life of the folder) and `memory` (bytes one part may hold: checked before it loads
+    its arrays; a resumed run may raise it). Raises ValueError for another question or
+    shards < 1."""
 
     problem: LayeredProblem
     folder: str
     shards: int = 2
+    memory: int = MEMORY
 
     def __post_init__(self) -> None:
         if self.problem.question != "min_moves":
@@ -79,6 +82,14 @@ class Step:
     key: int = 0
     a: int = 0
     b: int = 0
+
+
+def _within(run: ShardedRun, files: list[Path], extra: int, what: str) -> None:
+    """Raises MemoryError, before the work, when a part that loads `files` and holds
+    `extra` bytes besides would need more than `run.memory` (a sort doubles the arrays)."""
+    need = 2 * sum(f.stat().st_size for f in files) + extra
+    if need > run.memory:
+        raise MemoryError(f"{what} needs {need / 2**30:.2f} GiB, over {run.memory / 2**30:.2f} GiB")
 
 
 def _save(path: Path, array: np.ndarray) -> None:
@@ -130,7 +141,9 @@ def expand_part(run: ShardedRun, target: int, side: str, d: int, i: int) -> int:
     the children written. Re-running it rewrites the same buckets."""
     tables, prune = _side_tables(run, side)
     maps = key_tables(run.problem)
-    frontier = np.load(run.layer(target, side, d) / f"s{i}.npy")
+    shard = run.layer(target, side, d) / f"s{i}.npy"
+    _within(run, [shard], 2 * CHUNK * 8, f"expanding {shard}")
+    frontier = np.load(shard)
     inbox = run.layer(target, side, d + 1) / "in"
     buffer = np.empty(CHUNK, np.uint64)
     ptr, order, fot, cond, nxt = tables
@@ -164,8 +177,9 @@ def merge_part(run: ShardedRun, target: int, side: str, d: int, j: int, other: i
     0..other - 1 of the other side. Returns {"keys": n, "met": None or [key, distance in
     the other side]}."""
     folder = run.layer(target, side, d)
-    inbox = folder / "in"
-    parts = [np.load(f) for f in sorted(inbox.glob(f"*-{j}-*.npy"))] if inbox.exists() else []
+    files = sorted((folder / "in").glob(f"*-{j}-*.npy"))
+    _within(run, files, 0, f"merging shard {j} of {folder}")
+    parts = [np.load(f) for f in files]
     layer = distinct(np.concatenate(parts)) if parts else np.empty(0, np.uint64)
     del parts
     for _, level in _levels(run, target, side, j, d):
