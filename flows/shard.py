@@ -58,17 +58,17 @@ def _layer(client, run: ShardedRun, step: Step, peaks: dict) -> dict:
 
 
 @task(name="attempt", cache_policy=NO_CACHE)
-def attempt(run: ShardedRun, scheduler: str, step: Step, peaks: dict, on_layer) -> dict:
-    """Expand layers while the search stays at `step.target`; returns {"step": the
-    next step (another target's or the end), "layers": layers made}."""
+def attempt(run: ShardedRun, client, step: Step, peaks: dict, on_layer) -> dict:
+    """Expand layers, their parts on the Dask `client`'s workers, while the search stays
+    at `step.target`; returns {"step": the next step (another target's or the end),
+    "layers": layers made}."""
     made, target = 0, step.target
-    with connect(scheduler) as client:
-        while step.kind == "expand" and step.target == target:
-            manifest = _layer(client, run, step, peaks)
-            made += 1
-            if on_layer is not None:
-                on_layer(step, manifest)
-            step = sharded.plan(run)
+    while step.kind == "expand" and step.target == target:
+        manifest = _layer(client, run, step, peaks)
+        made += 1
+        if on_layer is not None:
+            on_layer(step, manifest)
+        step = sharded.plan(run)
     return {"step": step, "layers": made}
 
 
@@ -87,10 +87,11 @@ def sharded_search(
     "seconds"}. Raises RuntimeError when the replayed moves differ from the search."""
     started, made, peaks = time.perf_counter(), 0, {}
     step = sharded.plan(run)
-    while step.kind == "expand":
-        name = f"target-{step.target}"
-        done = attempt.with_options(task_run_name=name)(run, scheduler, step, peaks, on_layer)
-        step, made = done["step"], made + done["layers"]
+    with connect(scheduler) as client:  # one client: opening one took about 0.3 s
+        while step.kind == "expand":
+            name = f"target-{step.target}"
+            done = attempt.with_options(task_run_name=name)(run, client, step, peaks, on_layer)
+            step, made = done["step"], made + done["layers"]
     report = {"layers": made, "peak_rss": peaks, "seconds": time.perf_counter() - started}
     if step.kind == "infeasible":
         return {**report, "status": "infeasible", "objective": None, "solution": None}

@@ -47,7 +47,7 @@ def _sharded(side: int, folder: Path, scheduler: str, shards: int = 2) -> dict:
     return sharded_search(ShardedRun(_all_starts(side), str(folder), shards), scheduler, verify)
 
 
-def _agrees(side: int, folder: Path, scheduler: str) -> None:
+def _agrees(side: int, folder: Path, scheduler: str) -> dict:
     """The sharded search on 2 workers gives the one-process search's and A127500's
     fewest moves, with a solution the family's verifier replays, and both workers and
     both shards took part."""
@@ -59,11 +59,19 @@ def _agrees(side: int, folder: Path, scheduler: str) -> None:
     assert len(two["peak_rss"]) == 2
     made = [json.loads(p.read_text())["shards"] for p in folder.glob("t*/*[1-9].json")]
     assert all(len(s) == 2 for s in made) and any(min(s) > 0 for s in made)
+    return two
 
 
-def test_two_workers_agree_with_one_process_and_a127500_on_t5_t6(prefect_api, scheduler, tmp_path):
-    for side in (5, 6):
-        _agrees(side, tmp_path / f"t{side}", scheduler)
+@pytest.fixture(scope="module")
+def t5(prefect_api, scheduler, tmp_path_factory) -> tuple[Path, dict]:
+    """T_5's sharded search on 2 workers, run once: (its folder, its result)."""
+    folder = tmp_path_factory.mktemp("t5")
+    return folder, _agrees(5, folder, scheduler)
+
+
+def test_two_workers_agree_with_one_process_and_a127500_on_t5_t6(t5, scheduler, tmp_path):
+    assert t5[1]["objective"] == 9  # Bell (2008): T_5's shortest solutions take 9 moves
+    _agrees(6, tmp_path, scheduler)
 
 
 @pytest.mark.slow
@@ -100,7 +108,7 @@ sharded_search(ShardedRun(problem, folder, 2), scheduler, verify, on_layer)
 """
 
 
-def test_a_killed_search_resumes_from_its_recorded_layers(api_env, scheduler, tmp_path):
+def test_a_killed_search_resumes_from_its_recorded_layers(api_env, scheduler, t5, tmp_path):
     folder, after = tmp_path / "run", 20
     args = [sys.executable, "-c", KILLED, str(folder), scheduler, str(after)]
     killed = subprocess.run(args, env=api_env, capture_output=True, text=True, timeout=300)
@@ -110,11 +118,11 @@ def test_a_killed_search_resumes_from_its_recorded_layers(api_env, scheduler, tm
     assert len(before) > after  # the layers 0 of each target seeded, and `after` made
 
     resumed = _sharded(5, folder, scheduler)
-    whole = _sharded(5, tmp_path / "whole", scheduler)
+    whole_folder, whole = t5  # the same search, never killed
     assert resumed["objective"] == whole["objective"] == A127500[5]
     assert resumed["layers"] == whole["layers"] - after  # nothing recorded was made again
     assert {p: p.stat().st_mtime_ns for p in recorded} == recorded
-    assert _layers(folder) == _layers(tmp_path / "whole")
+    assert _layers(folder) == _layers(whole_folder)
 
 
 def test_a_folder_of_another_search_is_refused(tmp_path):
