@@ -4,6 +4,7 @@
     nice .venv/bin/python benchmarks/peg_bench.py --sides 8 --memory 12 --limit 900
     nice .venv/bin/python benchmarks/peg_bench.py --sides 9 --memory 12 --limit 1140
     nice .venv/bin/python benchmarks/peg_bench.py --solve 8 --limit 600   # every start
+    nice .venv/bin/python benchmarks/peg_bench.py --sharded 8   # 1 worker vs 2 workers
 
 Fewest moves: OEIS A127500's question, the fewest moves (a move = consecutive jumps by
 one peg) over every one-vacancy start and every one-peg finish of T_n, in one search
@@ -11,6 +12,11 @@ one peg) over every one-vacancy start and every one-peg finish of T_n, in one se
 12, 13, 16, 18 (G. I. Bell, "Solving Triangular Peg Solitaire", JIS 11 (2008) 08.4.8).
 Solvability (`--solve N`): `solve` from one start hole of each symmetry class of T_N,
 the last peg anywhere and on the start hole.
+
+Sharded (`--sharded N`): the same search sharded by key over Dask workers
+(`flows.shard`, `solvers.frontier.sharded`), 2 shards, on a LocalCluster of 1 worker
+and then of 2, side by side: wall time, their ratio, peak RSS of each worker process
+(ru_maxrss, its imports included) and the layers; the run folders are temporary.
 
 Each run is a child process under an address-space limit of `--memory` GiB (RLIMIT_AS;
 the engine's own limit is 1 GiB less, so it stops with a row, not a crash), so its
@@ -20,14 +26,20 @@ benchmarks/README.md, with the figures of the engines this one replaced.
 """
 
 import argparse
+import functools
 import json
 import logging
 import resource
 import subprocess
 import sys
+import tempfile
+import time
 
+from puzzlesweep.flows.cluster import dask_cluster, prefect_api
+from puzzlesweep.flows.shard import sharded_search
 from puzzlesweep.puzzles import peg_solitaire as peg
 from puzzlesweep.solvers import Limits, frontier
+from puzzlesweep.solvers.frontier.sharded import ShardedRun
 
 KNOWN = {4: 5, 5: 9, 6: 9, 7: 12, 8: 13, 9: 16, 10: 18}  # OEIS A127500, Bell (2008)
 
@@ -84,6 +96,47 @@ def solvable(side: int, limit: float, memory: int) -> dict:
     }
 
 
+def sharded(side: int, workers: int, memory: int) -> dict:
+    """The sharded all-starts search of T_side (2 shards, parts of at most `memory`
+    bytes) on a new LocalCluster of `workers` workers, its answer replayed."""
+    problem = peg.problem(side, list(range(peg.holes(side))), None, "min_moves")
+    verify = functools.partial(peg.verify_any_start, side)
+
+    def on_layer(step, manifest):
+        print(
+            f"    target {step.target} {step.side}{step.d + 1}: {manifest['keys']:,} keys"
+            f" ({time.perf_counter() - started:.0f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    with tempfile.TemporaryDirectory(prefix="peg-shards-") as folder:
+        with dask_cluster(None, workers, None) as (address, _, _):
+            started = time.perf_counter()
+            run = ShardedRun(problem, folder, 2, memory)
+            done = sharded_search(run, address, verify, on_layer)
+            done["seconds"] = time.perf_counter() - started
+    return done
+
+
+def compare(side: int, memory: int) -> None:
+    """`sharded` on 1 worker and on 2, printed side by side with the time ratio."""
+    rows = {}
+    with prefect_api():
+        for workers in (1, 2):
+            print(f"T_{side} sharded, {workers} worker(s):", flush=True)
+            rows[workers] = row = sharded(side, workers, memory)
+            assert row["objective"] == KNOWN[side], row
+            peaks = ", ".join(f"{b / 2**20:.0f}" for b in sorted(row["peak_rss"].values()))
+            print(
+                f"  {row['objective']} moves = A127500, verified; {row['seconds']:.1f} s, "
+                f"{row['layers']} layers, peak RSS per worker {peaks} MiB",
+                flush=True,
+            )
+    ratio = rows[1]["seconds"] / rows[2]["seconds"]
+    print(f"T_{side}: 1 worker / 2 workers wall time = {ratio:.2f}", flush=True)
+
+
 def child(kind: str, side: int, limit: float, memory: int) -> None:
     """Run one measurement under the address-space limit and print it as JSON."""
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
@@ -122,9 +175,12 @@ def main() -> None:
     parser.add_argument("--solve", type=int, nargs="*", default=[], help="sides for solve")
     parser.add_argument("--limit", type=float, default=900.0, help="seconds per run")
     parser.add_argument("--memory", type=float, default=12.0, help="GiB per run")
+    parser.add_argument("--sharded", type=int, help="side: the sharded search, 1 vs 2 workers")
     parser.add_argument("--one", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     memory = int(args.memory * 2**30)
+    if args.sharded:  # parts of at most 4 GiB: each worker stays under 6 GB
+        return compare(args.sharded, min(memory, frontier.MEMORY))
     if args.one:
         return child(args.one[0], int(args.one[1]), args.limit, memory)
     runs = [("fewest", s) for s in args.sides if not args.solve] + [

@@ -6,9 +6,9 @@ is the Prefect task runner on it; `probe_scheduler` and `connect` check an addre
 `prefect_api` uses the configured Prefect API (`configured_api`) or a temporary one
 (`flows.api.TemporaryAPI`) and points the workers at it; `PuzzleWorker` (the worker
 plugin, owner of the worker's solver processes), `worker_identity`, `report_to` and
-`warm_worker` run on the workers; `quiet_dask` keeps Dask's INFO lines off a
-terminal. The validated settings that choose between Dask and threads are
-`backend.Cluster`. No puzzle logic here.
+`warm_worker` run on the workers; `on_every_part` runs parts as plain futures;
+`quiet_dask` keeps Dask's INFO lines off a terminal. The validated settings that
+choose between Dask and threads are `backend.Cluster`. No puzzle logic here.
 """
 
 import asyncio
@@ -322,6 +322,13 @@ def connect(address: str, timeout: float = 10.0):
         raise BadInput(
             f"--address {address}: no Dask scheduler answered within {timeout:g} s ({exc})"
         ) from None
+
+
+def on_every_part(client, function: Callable, calls: list[tuple]) -> list:
+    """`function(*args)` for each of `calls` as Dask futures on `client` (not cached),
+    gathered in order; a part's error re-raises here. Dask reruns a part lost with its
+    worker, so `function` must be safe to run twice."""
+    return client.gather([client.submit(function, *args, pure=False) for args in calls])
 
 
 def dask_runner(scheduler: str):

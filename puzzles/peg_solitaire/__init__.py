@@ -95,7 +95,7 @@ from .board import (
     symmetries,
 )
 from .draw import picture, render
-from .engine import from_search, ordered_jumps, problem, search
+from .engine import from_search, ordered_jumps, problem, search, verify_any_start
 
 __all__ = [
     "NAME",
@@ -109,6 +109,7 @@ __all__ = [
     "from_search",
     "exhaustive",
     "verify",
+    "verify_any_start",
     "encode",
     "decode",
     "render",

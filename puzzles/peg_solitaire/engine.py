@@ -91,3 +91,14 @@ def from_search(p: "Params", raw) -> Solution:
         if path and g[path[0][2]] == p.start - 1 and (target is None or g[target] == target):
             return tuple((g[f], g[o], g[t]) for f, o, t in path)
     return path
+
+
+def verify_any_start(side: int, solution: tuple[Jump, ...]) -> int:
+    """The family's `verify` of a `min_moves` solution of T_side from the hole its first
+    jump lands in, the last peg anywhere (the all-starts question of OEIS A127500, which
+    `problem` poses with every hole a start); returns the moves. Raises InvalidSolution
+    as `verify` (an empty solution: too many pegs are left)."""
+    from . import Params, verify
+
+    start = solution[0][2] + 1 if solution else 1
+    return verify(Params(side=side, start=start, question="min_moves"), tuple(solution))

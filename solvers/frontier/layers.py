@@ -114,16 +114,19 @@ def chains(board: int, tables: tuple[np.ndarray, ...]) -> Iterator[tuple[int, li
             yield from go_on(board, cell, [])
 
 
-def walk(board: int, d: int, levels: list[np.ndarray], tables, maps, back: bool) -> list[int]:
+def walk(board: int, d: int, levels, tables, maps, back: bool) -> list[int]:
     """The rule indices of a path between `board`, at distance d from the roots of
     `levels`, and a root, in playing order: each step takes one move (a chain from
-    `tables`) to a position one level nearer the roots. `back`: the chains are reverse
+    `tables`) to a position one level nearer the roots. `levels`: the layers (a list of
+    sorted key arrays) or a function (distance, key) -> whether that layer holds the key
+    (layers kept elsewhere, as the sharded search's on disk). `back`: the chains are reverse
     moves, the path runs from a root to `board`; otherwise it runs from `board` to a
     root. Raises RuntimeError when no step leads nearer (the layers are inconsistent)."""
+    holds = levels if callable(levels) else lambda e, k: lookup(levels[e : e + 1], k) is not None
     moves: list[list[int]] = []
     while d > 0:
         for child, rules in chains(board, tables):
-            if lookup(levels[d - 1 : d], key_of(child, maps)) is not None:
+            if holds(d - 1, key_of(child, maps)):
                 moves.append(rules[::-1] if back else rules)
                 board, d = child, d - 1
                 break

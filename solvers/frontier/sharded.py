@@ -1,0 +1,311 @@
+"""The `min_moves` search of `moves` with every layer sharded by a hash of the key and
+kept on disk, so that its parts run as separate tasks on separate workers and a killed
+search resumes from its last finished layer.
+
+The search is that of `moves.min_moves` (targets L = the roots' Merson-region bound,
+L + 1, ...; per target a breadth-first search by moves from both ends, pruned by the
+regions against L; radii a + b = L without a common position prove "no solution of L
+moves"; the first common position is a solution of exactly L), with no incumbent dive.
+A key belongs to shard `owner(key)` (a multiplicative hash, D. E. Knuth, TAOCP vol. 3,
+6.4) on both sides, so a child is looked up in the other side only in its own shard.
+
+One layer is made in two rounds of parts: `expand_part(i)` expands shard i of the last
+layer and writes each chunk's children, split by owner, as buckets `in/i-j-c.npy` (the
+spill: an expansion holds one chunk); then `merge_part(j)` reads the buckets sent to j,
+keeps the keys new to its side (shard j of the earlier layers), writes the layer's shard
+`sj.npy` and looks its keys up in shard j of every layer of the other side. `record`
+then writes the layer's manifest `t{L}/{side}{d}.json`; `plan` reads the manifests
+alone, so a layer without one is redone from its start. Layout under the run's folder:
+`run.json` (the problem's fingerprint and shard count: a resume must match it), and per
+target L `t{L}/f{d}/` and `t{L}/b{d}/` (forward, backward layer d), `t{L}.json` once L
+failed.
+"""
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .kernels import board_keys, difference, distinct, expand, member
+from .layers import CHUNK, walk
+from .problem import MEMORY, LayeredProblem, bound_of, key_tables, move_tables, prune_table
+
+#: Positions sampled to estimate the cost of expanding a layer (see `moves._Side.cost`).
+SAMPLE = 512
+_HASH = np.uint64(0x9E3779B97F4A7C15)
+
+
+def owner(keys: np.ndarray, shards: int) -> np.ndarray:
+    """The shard (int64 array, shape of `keys`) of each uint64 key: the top 32 bits of
+    key * 2^64 / phi, modulo `shards` (spreads the sorted keys of a layer evenly)."""
+    with np.errstate(over="ignore"):
+        return ((keys * _HASH) >> np.uint64(32)).astype(np.int64) % shards
+
+
+@dataclass(frozen=True)
+class ShardedRun:
+    """A sharded `min_moves` search: `problem` (a LayeredProblem, question min_moves),
+    `folder` (the run's directory, created if missing), `shards` (>= 1; fixed for the
+    life of the folder) and `memory` (bytes one part may hold: checked before it loads
+    its arrays; a resumed run may raise it). Raises ValueError for another question or
+    shards < 1."""
+
+    problem: LayeredProblem
+    folder: str
+    shards: int = 2
+    memory: int = MEMORY
+
+    def __post_init__(self) -> None:
+        if self.problem.question != "min_moves":
+            raise ValueError(f"a sharded search answers min_moves, not {self.problem.question}")
+        if self.shards < 1:
+            raise ValueError(f"shards must be at least 1, not {self.shards}")
+
+    def layer(self, target: int, side: str, d: int) -> Path:
+        """The directory of layer d of `side` ('f' or 'b') for `target`."""
+        return Path(self.folder) / f"t{target}" / f"{side}{d}"
+
+
+@dataclass(frozen=True)
+class Step:
+    """What the search does next: expand layer `d` of `side` for `target` (kind
+    'expand'), or it is over: kind 'met' (a common `key` at forward distance `a`,
+    backward `b`, a + b = target) or 'infeasible' (no goal is reachable)."""
+
+    kind: str
+    target: int
+    side: str = ""
+    d: int = 0
+    key: int = 0
+    a: int = 0
+    b: int = 0
+
+
+def _within(run: ShardedRun, files: list[Path], extra: int, what: str) -> None:
+    """Raises MemoryError, before the work, when a part that loads `files` and holds
+    `extra` bytes besides would need more than `run.memory` (a sort doubles the arrays)."""
+    need = 2 * sum(f.stat().st_size for f in files) + extra
+    if need > run.memory:
+        raise MemoryError(f"{what} needs {need / 2**30:.2f} GiB, over {run.memory / 2**30:.2f} GiB")
+
+
+def _save(path: Path, array: np.ndarray) -> None:
+    """Write `array` to `path` (.npy) atomically: a killed writer leaves no half file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".part.npy")
+    np.save(partial, array)
+    os.replace(partial, path)
+
+
+def _write_json(path: Path, data: dict) -> None:
+    partial = path.with_name(path.name + ".part")
+    partial.write_text(json.dumps(data))
+    os.replace(partial, path)
+
+
+def fingerprint(run: ShardedRun) -> dict:
+    """The problem and shard count a run folder belongs to (a sha256 of the rules,
+    group, starts and goals)."""
+    p = run.problem
+    digest = hashlib.sha256()
+    for part in (p.rules, p.group, np.array(p.starts, np.uint64), np.array(p.goals, np.uint64)):
+        digest.update(np.ascontiguousarray(part).tobytes())
+    return {"size": p.size, "problem": digest.hexdigest(), "shards": run.shards}
+
+
+def _side_tables(run: ShardedRun, side: str):
+    reverse = side == "b"
+    return move_tables(run.problem, reverse), prune_table(run.problem, 2 if reverse else 1)
+
+
+def seed(run: ShardedRun, target: int) -> None:
+    """Layer 0 of both sides for `target`: the roots whose region bound is at most
+    `target`, as keys, sharded, with their manifests."""
+    maps = key_tables(run.problem)
+    for side, roots in (("f", run.problem.starts), ("b", run.problem.goals)):
+        _, prune = _side_tables(run, side)
+        kept = [r for r in roots if bound_of(r, prune) <= target]
+        keys = distinct(board_keys(np.array(kept, np.uint64), maps))
+        where = owner(keys, run.shards)
+        for j in range(run.shards):
+            _save(run.layer(target, side, 0) / f"s{j}.npy", keys[where == j])
+        _write_json(run.layer(target, side, 0).with_suffix(".json"), {"keys": len(keys)})
+
+
+def expand_part(run: ShardedRun, target: int, side: str, d: int, i: int) -> int:
+    """Expand shard i of layer d of `side` (pruned against `target`) and write its
+    children by owner as buckets of layer d + 1, one file per chunk and owner. Returns
+    the children written. Re-running it rewrites the same buckets."""
+    tables, prune = _side_tables(run, side)
+    maps = key_tables(run.problem)
+    shard = run.layer(target, side, d) / f"s{i}.npy"
+    _within(run, [shard], 2 * CHUNK * 8, f"expanding {shard}")
+    frontier = np.load(shard)
+    inbox = run.layer(target, side, d + 1) / "in"
+    buffer = np.empty(CHUNK, np.uint64)
+    ptr, order, fot, cond, nxt = tables
+    room = target - (d + 1)
+    at, made, chunk = 0, 0, 0
+    while at < len(frontier):
+        written, following = expand(
+            frontier, at, ptr, order, fot, cond, nxt, maps, True, buffer, prune, room
+        )
+        if following == at and not written:  # one board's children overflow the buffer
+            buffer = np.empty(2 * len(buffer), np.uint64)
+            continue
+        at, made = following, made + written
+        part = distinct(buffer[:written])
+        where = owner(part, run.shards)
+        for j in range(run.shards):
+            _save(inbox / f"{i}-{j}-{chunk}.npy", part[where == j])
+        chunk += 1
+    return made
+
+
+def _levels(run: ShardedRun, target: int, side: str, j: int, upto: int):
+    """Shard j of layers 0..upto - 1 of `side` (memory-mapped)."""
+    for d in range(upto):
+        yield d, np.load(run.layer(target, side, d) / f"s{j}.npy", mmap_mode="r")
+
+
+def merge_part(run: ShardedRun, target: int, side: str, d: int, j: int, other: int) -> dict:
+    """Shard j of layer d of `side`: the keys sent to j, less those in shard j of the
+    side's layers 0..d - 1, written as `sj.npy`; then looked up in shard j of layers
+    0..other - 1 of the other side. Returns {"keys": n, "met": None or [key, distance in
+    the other side]}."""
+    folder = run.layer(target, side, d)
+    files = sorted((folder / "in").glob(f"*-{j}-*.npy"))
+    _within(run, files, 0, f"merging shard {j} of {folder}")
+    parts = [np.load(f) for f in files]
+    layer = distinct(np.concatenate(parts)) if parts else np.empty(0, np.uint64)
+    del parts
+    for _, level in _levels(run, target, side, j, d):
+        layer = difference(layer, np.asarray(level))
+    _save(folder / f"s{j}.npy", layer)
+    met = None
+    for e, level in _levels(run, target, "f" if side == "b" else "b", j, other):
+        hit = np.flatnonzero(member(layer, np.asarray(level)))
+        if len(hit):
+            met = [int(layer[hit[0]]), e]
+            break
+    return {"keys": len(layer), "met": met}
+
+
+def manifests(run: ShardedRun, target: int, side: str) -> list[dict]:
+    """The manifests of the finished layers 0, 1, ... of `side` for `target`."""
+    found = []
+    while (path := run.layer(target, side, len(found)).with_suffix(".json")).exists():
+        found.append(json.loads(path.read_text()))
+    return found
+
+
+def _cost(run: ShardedRun, target: int, side: str, d: int, size: int) -> float:
+    """The children expanding layer d of `side` should make, from a sample of at most
+    `SAMPLE` of its keys over every shard (as `moves._Side.cost`)."""
+    if size == 0:
+        return 0.0
+    per = max(1, SAMPLE // run.shards)
+    sample = []
+    for j in range(run.shards):
+        shard = np.load(run.layer(target, side, d) / f"s{j}.npy", mmap_mode="r")
+        sample.append(np.array(shard[:: max(1, len(shard) // per)][:per]))
+    keys = np.concatenate(sample)
+    (ptr, order, fot, cond, nxt), prune = _side_tables(run, side)
+    buffer = np.empty(1 << 20, np.uint64)
+    room = target - (d + 1)
+    maps = key_tables(run.problem)
+    made, done = expand(keys, 0, ptr, order, fot, cond, nxt, maps, True, buffer, prune, room)
+    if done == 0:
+        return float(len(buffer)) * size
+    return (made + done) * size / done
+
+
+def _check_folder(run: ShardedRun) -> None:
+    """Write `run.json`, or check that the folder's run is this one. Raises ValueError
+    when the folder holds a search of another problem or shard count."""
+    path = Path(run.folder) / "run.json"
+    mine = fingerprint(run)
+    if path.exists():
+        if (theirs := json.loads(path.read_text())) != mine:
+            raise ValueError(f"{run.folder} holds another search ({theirs}), not {mine}")
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write_json(path, mine)
+
+
+def plan(run: ShardedRun) -> Step:
+    """The next step of the search, from the manifests on disk alone (what a resumed
+    search does first): the first target not failed, its roots seeded if need be, then
+    the common position if a finished layer met the other side, the failure of the
+    target if the radii reach it or a side ran empty, else the expansion of the side
+    whose next layer costs less. Raises ValueError as `_check_folder`."""
+    _check_folder(run)
+    forward = prune_table(run.problem, 1)
+    target = max(1, min(bound_of(s, forward) for s in run.problem.starts))
+    while True:
+        if target > run.problem.size:  # more moves than rules can fire
+            return Step("infeasible", target)
+        failed = Path(run.folder) / f"t{target}.json"
+        if failed.exists():
+            target += 1
+            continue
+        if not run.layer(target, "b", 0).with_suffix(".json").exists():
+            seed(run, target)
+        sides = {side: manifests(run, target, side) for side in "fb"}
+        for side, found in sides.items():
+            for d, manifest in enumerate(found):
+                if manifest.get("met"):
+                    key, e = manifest["met"]
+                    a, b = (d, e) if side == "f" else (e, d)
+                    return Step("met", target, key=key, a=a, b=b)
+        f, b = sides["f"], sides["b"]
+        if len(f) + len(b) - 2 >= target or not f[-1]["keys"] or not b[-1]["keys"]:
+            _write_json(failed, {"solution": False, "forward": f, "backward": b})
+            target += 1
+            continue
+        costs = {s: _cost(run, target, s, len(m) - 1, m[-1]["keys"]) for s, m in sides.items()}
+        side = "f" if costs["f"] <= costs["b"] else "b"
+        return Step("expand", target, side, len(sides[side]) - 1)
+
+
+def record(run: ShardedRun, step: Step, merged: list[dict]) -> dict:
+    """Write the manifest of the layer `step` made (after every `merge_part` of it
+    returned `merged`) and drop its buckets; returns the manifest: {"keys": total,
+    "met": the first common [key, distance] or None, "shards": keys per shard}."""
+    met = next((m["met"] for m in merged if m["met"]), None)
+    manifest = {"keys": sum(m["keys"] for m in merged), "met": met}
+    manifest["shards"] = [m["keys"] for m in merged]
+    folder = run.layer(step.target, step.side, step.d + 1)
+    _write_json(folder.with_suffix(".json"), manifest)
+    for bucket in (folder / "in").glob("*.npy"):
+        bucket.unlink()
+    return manifest
+
+
+def _holds(run: ShardedRun, target: int, side: str):
+    """(distance, key) -> whether that layer of `side` holds the key (one shard read)."""
+
+    def holds(d: int, key: int) -> bool:
+        where = int(owner(np.array([key], np.uint64), run.shards)[0])
+        shard = np.load(run.layer(target, side, d) / f"s{where}.npy", mmap_mode="r")
+        return bool(member(np.array([key], np.uint64), np.asarray(shard))[0])
+
+    return holds
+
+
+def path_of(run: ShardedRun, step: Step) -> list[tuple[int, int, int]]:
+    """The rules (a, b, c) of a solution through the common position of a 'met' step:
+    walked back by reverse moves to a start through the forward layers, then on by moves
+    to a goal through the backward layers (`layers.walk`). Raises RuntimeError when the
+    layers are inconsistent."""
+    problem, maps = run.problem, key_tables(run.problem)
+    first = walk(
+        step.key, step.a, _holds(run, step.target, "f"), move_tables(problem, True), maps, True
+    )
+    second = walk(
+        step.key, step.b, _holds(run, step.target, "b"), move_tables(problem, False), maps, False
+    )
+    return problem.triples(first + second)

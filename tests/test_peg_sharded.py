@@ -1,0 +1,145 @@
+"""The sharded fewest-moves search of peg solitaire (flows.shard on
+solvers.frontier.sharded) across two real Dask workers of a LocalCluster, against the
+one-process search and the published values, and resumed after a real SIGKILL."""
+
+import functools
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from puzzlesweep.flows.cluster import dask_cluster
+from puzzlesweep.flows.shard import sharded_search
+from puzzlesweep.puzzles import peg_solitaire as peg
+from puzzlesweep.solvers import Limits, frontier
+from puzzlesweep.solvers.frontier.sharded import ShardedRun
+
+# Fewest moves over every one-vacancy start and every one-peg finish of T_n: OEIS
+# A127500 (PUZZLES.md), G. I. Bell, "Solving Triangular Peg Solitaire", JIS 11 (2008)
+# 08.4.8; T_5's shortest solutions there take 9 moves.
+A127500 = {4: 5, 5: 9, 6: 9, 7: 12}
+
+
+def _all_starts(side: int):
+    return peg.problem(side, list(range(peg.holes(side))), None, "min_moves")
+
+
+def _layers(folder: Path) -> dict[str, int]:
+    """{"t9/f3": keys, ...}: the keys of every recorded layer under a run's folder."""
+    found = {}
+    for path in folder.glob("t*/*.json"):
+        found[f"{path.parent.name}/{path.stem}"] = json.loads(path.read_text())["keys"]
+    return found
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    with dask_cluster(None, 2, None) as (address, _, workers):
+        assert workers == 2
+        yield address
+
+
+def _sharded(side: int, folder: Path, scheduler: str, shards: int = 2) -> dict:
+    verify = functools.partial(peg.verify_any_start, side)
+    return sharded_search(ShardedRun(_all_starts(side), str(folder), shards), scheduler, verify)
+
+
+def _agrees(side: int, folder: Path, scheduler: str) -> dict:
+    """The sharded search on 2 workers gives the one-process search's and A127500's
+    fewest moves, with a solution the family's verifier replays, and both workers and
+    both shards took part."""
+    one = frontier.solve(_all_starts(side), Limits(120))
+    two = _sharded(side, folder, scheduler)
+    assert one.status == two["status"] == "optimal"
+    assert one.objective == two["objective"] == A127500[side]
+    assert peg.verify_any_start(side, tuple(two["solution"])) == A127500[side]
+    assert len(two["peak_rss"]) == 2
+    made = [json.loads(p.read_text())["shards"] for p in folder.glob("t*/*[1-9].json")]
+    assert all(len(s) == 2 for s in made) and any(min(s) > 0 for s in made)
+    return two
+
+
+@pytest.fixture(scope="module")
+def t5(prefect_api, scheduler, tmp_path_factory) -> tuple[Path, dict]:
+    """T_5's sharded search on 2 workers, run once: (its folder, its result)."""
+    folder = tmp_path_factory.mktemp("t5")
+    return folder, _agrees(5, folder, scheduler)
+
+
+def test_two_workers_agree_with_one_process_and_a127500_on_t5_t6(t5, scheduler, tmp_path):
+    assert t5[1]["objective"] == 9  # Bell (2008): T_5's shortest solutions take 9 moves
+    _agrees(6, tmp_path, scheduler)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("side", [4, 7])
+def test_two_workers_agree_on_t4_t7(prefect_api, scheduler, tmp_path, side):
+    _agrees(side, tmp_path, scheduler)
+
+
+@pytest.mark.slow
+def test_one_shard_makes_the_same_layers(prefect_api, scheduler, tmp_path):
+    two = _sharded(6, tmp_path / "two", scheduler)
+    one = _sharded(6, tmp_path / "one", scheduler, shards=1)
+    assert two["objective"] == one["objective"] == A127500[6]
+    assert _layers(tmp_path / "two") == _layers(tmp_path / "one")
+
+
+KILLED = """
+import functools, os, signal, sys
+from puzzlesweep.flows.shard import sharded_search
+from puzzlesweep.puzzles import peg_solitaire as peg
+from puzzlesweep.solvers.frontier.sharded import ShardedRun
+
+folder, scheduler, after = sys.argv[1], sys.argv[2], int(sys.argv[3])
+problem = peg.problem(5, list(range(15)), None, "min_moves")
+seen = []
+
+def on_layer(step, manifest):
+    seen.append(step)
+    if len(seen) == after:  # between two layers: this one is recorded, the next not begun
+        os.kill(os.getpid(), signal.SIGKILL)
+
+verify = functools.partial(peg.verify_any_start, 5)
+sharded_search(ShardedRun(problem, folder, 2), scheduler, verify, on_layer)
+"""
+
+
+def test_a_killed_search_resumes_from_its_recorded_layers(api_env, scheduler, t5, tmp_path):
+    folder, after = tmp_path / "run", 20
+    args = [sys.executable, "-c", KILLED, str(folder), scheduler, str(after)]
+    killed = subprocess.run(args, env=api_env, capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    before = _layers(folder)
+    recorded = {p: p.stat().st_mtime_ns for p in folder.glob("t*/*.json")}
+    assert len(before) > after  # the layers 0 of each target seeded, and `after` made
+
+    resumed = _sharded(5, folder, scheduler)
+    whole_folder, whole = t5  # the same search, never killed
+    assert resumed["objective"] == whole["objective"] == A127500[5]
+    assert resumed["layers"] == whole["layers"] - after  # nothing recorded was made again
+    assert {p: p.stat().st_mtime_ns for p in recorded} == recorded
+    assert _layers(folder) == _layers(whole_folder)
+
+
+def test_a_folder_of_another_search_is_refused(tmp_path):
+    from puzzlesweep.solvers.frontier import sharded
+
+    sharded.plan(ShardedRun(_all_starts(4), str(tmp_path), 2))
+    with pytest.raises(ValueError, match="holds another search"):
+        sharded.plan(ShardedRun(_all_starts(4), str(tmp_path), 3))
+    with pytest.raises(ValueError, match="answers min_moves"):
+        ShardedRun(peg.problem(4, [0], None, "solve"), str(tmp_path), 2)
+
+
+def test_a_part_over_its_memory_stops_before_it_loads(tmp_path):
+    from puzzlesweep.solvers.frontier import sharded
+
+    run = ShardedRun(_all_starts(5), str(tmp_path), 2, memory=1 << 20)
+    step = sharded.plan(run)
+    with pytest.raises(MemoryError, match=r"expanding .*s0.npy needs 0.03 GiB, over 0.00 GiB"):
+        sharded.expand_part(run, step.target, step.side, step.d, 0)
+    assert not run.layer(step.target, step.side, step.d + 1).exists()
