@@ -45,9 +45,9 @@ class Case:
 CASES = {
     "monochromatic_lines": Case(
         known=(
-            # PUZZLES.md: 3^2 with counts (5, 4) -> 0 (tic-tac-toe can be drawn).
+            # docs/families.md: 3^2 with counts (5, 4) -> 0 (tic-tac-toe can be drawn).
             ({"n": 3, "d": 2, "counts": [5, 4]}, 0),
-            # PUZZLES.md's line definition: every pair of cells of the 2x2 square is a
+            # docs/families.md's line definition: every pair of cells of the 2x2 square is a
             # line (rows, columns, diagonals), so each colour's two balls make one.
             ({"n": 2, "d": 2, "counts": [2, 2]}, 2),
         ),
@@ -61,7 +61,7 @@ CASES = {
     "no_k_in_row": Case(
         known=(
             # OEIS A181018 (k = 3, n x n): keep 6 of 9 and 9 of 16 -> remove 3 and 7
-            # (PUZZLES.md).
+            # (docs/families.md).
             ({"dims": [3, 3], "k": 3}, 3),
             ({"dims": [4, 4], "k": 3}, 7),
         ),
@@ -74,7 +74,7 @@ CASES = {
     ),
     "domination": Case(
         known=(
-            # OEIS A006075 (knights, n x n): n = 3 -> 4, n = 4 -> 4 (PUZZLES.md).
+            # OEIS A006075 (knights, n x n): n = 3 -> 4, n = 4 -> 4 (docs/families.md).
             ({"rows": 3, "cols": 3}, 4),
             ({"rows": 4, "cols": 4}, 4),
         ),
@@ -94,7 +94,7 @@ CASES = {
             # that they agree).
             ({"side": 4, "start": 1, "question": "min_moves"}, None),
         ),
-        # Hole 9 is hole 2's image under a rotation of the triangle (PUZZLES.md numbering).
+        # Hole 9 is hole 2's image under a rotation of the triangle (docs/families.md numbering).
         equivalent=(
             (
                 {"side": 4, "start": 2, "question": "min_moves"},
