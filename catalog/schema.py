@@ -1,6 +1,6 @@
 """The columns of the catalog's two Delta tables, as Arrow schemas.
 
-A `results` row is `COMMON_COLUMNS` (the DESIGN.md result columns plus the limits that
+A `results` row is `COMMON_COLUMNS` (the result columns of docs/catalog.md plus the limits that
 make a result final), then the family's parameters as typed columns under their own
 names: integers as int64, words as strings, lists as Arrow lists. The table's schema is
 the union of every family's columns (a family's rows hold nulls in the others'), evolved

@@ -12,7 +12,7 @@ nothing, and two attempts racing to commit the same `app_id` cannot both win (de
 rejects the second as a concurrent transaction), so a batch that Prefect retries or Dask
 re-executes is stored once. Commits of different batches retry on conflict
 (`COMMIT_RETRIES`; delta-rs's default of 15 lost 2 of 400 commits with 4 writers here,
-DESIGN.md). The commit also records the batch's instance keys in its commit info
+docs/architecture.md). The commit also records the batch's instance keys in its commit info
 (`puzzlesweep.keys`), so a data file lost to damage can be traced to the instances it
 held (`maintenance.repair`).
 
@@ -47,7 +47,7 @@ from puzzlesweep.core import BadInput
 
 RESULTS = "results"
 RUNS = "runs"
-COMMIT_RETRIES = 1000  # per commit, against other writers' commits (DESIGN.md: 15 lost 2/400)
+COMMIT_RETRIES = 1000  # per commit, against other writers' commits (docs/architecture.md)
 KEYS = "puzzlesweep.keys"  # commit info entry: JSON list of the batch's params keys
 
 

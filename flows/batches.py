@@ -1,7 +1,7 @@
 """Cutting a run's jobs into batches, as the run goes (the flow's one batch generator).
 
 A batch is the unit of a Prefect task: its cost is the task's orchestration (about 0.2 s
-of Prefect state changes per task on this machine, DESIGN.md) plus one Parquet file.
+of Prefect state changes per task on this machine, docs/architecture.md) plus one Parquet file.
 Batches too small let that overhead dominate; batches too large leave workers idle while
 the last ones finish (stragglers) and repeat much work when a worker is lost.
 

@@ -183,7 +183,7 @@ def prefect_api(api: TemporaryAPI | None = None) -> Iterator[str]:
     """Use the configured Prefect API, or a temporary API server for the whole run
     (`api`, started earlier by the caller, or a new one), and point this process and,
     through the settings that the task runner ships with each task, every Dask worker at
-    it; otherwise each worker process would start its own (DESIGN.md, measured facts).
+    it; otherwise each worker process would start its own (docs/architecture.md).
     A temporary API has no UI URL (`url_for` gives None): nothing links to it. Stops
     the temporary server on exit (also `api` when an API is configured), once the
     log lines queued for it are sent. Yields the API URL. Raises flows.api.APIError when

@@ -7,7 +7,7 @@ it failed every attempt. It keeps a Prefect progress artifact up to date (percen
 instances done), publishes a table artifact with the run's counts by status and where
 to look at them when the run ends, and hands its standing to the listeners of the run's
 `Control` (`Control.listen`), which is how `puzzlesweep run` draws its progress bar.
-Artifact keys allow only lowercase letters, digits and dashes (DESIGN.md), so they are
+Artifact keys allow only lowercase letters, digits and dashes (docs/architecture.md), so they are
 derived from the sweep name that way.
 
 Instances reported by a worker but not committed yet count as done in the display (a

@@ -1,4 +1,4 @@
-"""The sweep spec: a TOML file naming families and parameter grids (DESIGN.md).
+"""The sweep spec: a TOML file naming families and parameter grids (docs/operations.md).
 
 ```toml
 name = "knights-small"

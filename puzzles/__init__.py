@@ -29,23 +29,127 @@ Modules here that are not families: `hitting_set` (the minimum hitting-set core 
 `domination` and `no_k_in_row` describe themselves to: MIP, greedy start, exhaustive
 search and count, verifier, codec), `_box` (row-major box geometry and symmetries) and
 `_draw` (matplotlib plumbing).
+
+A family may also live outside this package: an entry point in the group
+`puzzlesweep.families` (`NAME = "module"` in its project's `pyproject.toml`) names its
+module, which `get` loads and checks against `Family` and `CAPABILITIES` (one line
+naming what is missing). `FAMILIES` is read afresh on each access: the built-in families,
+then those of the installed entry points; nothing is registered at run time. A
+built-in name always means the built-in family. docs/development.md shows the steps.
 """
 
 import importlib
+import importlib.metadata
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from types import ModuleType
+from typing import Any, Protocol
 
 from puzzlesweep.core import BadInput, Params, instance_key
 
-FAMILIES = ("monochromatic_lines", "no_k_in_row", "domination", "peg_solitaire")
+#: The families of this package, in the order they are listed.
+BUILTIN = ("monochromatic_lines", "no_k_in_row", "domination", "peg_solitaire")
+#: The entry point group through which an installed project adds a family.
+ENTRY_POINTS = "puzzlesweep.families"
+
+
+class Family(Protocol):
+    """What every family module has (the members a solve, a sweep, the catalog and the
+    dashboard use); `CAPABILITIES` lists the members each solver and option needs."""
+
+    NAME: str
+    SOLVERS: tuple[str, ...]
+    AXES: tuple[str, tuple[str, ...]]
+    Params: type[Params]
+    expand: Callable[[dict], list[dict]]
+    canonical: Callable[[Any], Any]
+    from_canonical: Callable[[Any, Any], Any]
+    exhaustive: Callable[[Any], tuple[Any, Any]]
+    verify: Callable[[Any, Any], int]
+    encode: Callable[[Any], str]
+    decode: Callable[[str], Any]
+    render: Callable[[Any, Any], str]
+    picture: Callable[[Any, Any], Any]
+
+
+#: Capability -> the members it needs. `mip` is needed by the solvers highs and scip,
+#: `auto` by the solver auto (which also needs `mip`), `search` by frontier; `count`
+#: (`solve --count`) and `split` (`puzzlesweep prove`) are optional.
+CAPABILITIES = {
+    "mip": ("model", "from_mip"),
+    "auto": ("auto_solver",),
+    "search": ("search",),
+    "count": ("symmetries", "exhaustive_count"),
+    "split": ("split_model",),
+}
+#: Solver -> the capabilities a family that lists it must have.
+NEEDS = {"highs": ("mip",), "scip": ("mip",), "auto": ("mip", "auto"), "frontier": ("search",)}
+
+
+def capabilities(module: ModuleType) -> frozenset[str]:
+    """The capabilities `module` has: those of `CAPABILITIES` whose members it defines."""
+    return frozenset(c for c, members in CAPABILITIES.items() if _defines(module, members))
+
+
+def _defines(module: ModuleType, members) -> bool:
+    return all(hasattr(module, member) for member in members)
+
+
+def check(module: ModuleType, name: str) -> frozenset[str]:
+    """Check that `module` is a family called `name` (`Family`'s members, `NAME`, and the
+    capabilities its `SOLVERS` need); returns its capabilities. Raises BadInput with one
+    line naming every member that is missing or wrong."""
+    where = f"family {name!r} (module {module.__name__})"
+    missing = [m for m in Family.__annotations__ if not hasattr(module, m)]
+    if missing:
+        raise BadInput(f"{where} lacks {', '.join(missing)}; docs/development.md lists them")
+    if module.NAME != name:
+        raise BadInput(f"{where} says NAME = {module.NAME!r}; it must be {name!r}")
+    unknown = [s for s in module.SOLVERS if s not in NEEDS]
+    if not module.SOLVERS or unknown:
+        raise BadInput(f"{where} has SOLVERS {module.SOLVERS!r}; each one of {', '.join(NEEDS)}")
+    needed = {c for solver in module.SOLVERS for c in NEEDS[solver]}
+    lacking = [m for c in sorted(needed) for m in CAPABILITIES[c] if not hasattr(module, m)]
+    if lacking:
+        raise BadInput(f"{where} lacks {', '.join(lacking)}, needed by its SOLVERS")
+    return capabilities(module)
+
+
+def _installed() -> dict[str, importlib.metadata.EntryPoint]:
+    """The entry points of `ENTRY_POINTS` by name, built-in names left out."""
+    points = importlib.metadata.entry_points(group=ENTRY_POINTS)
+    return {point.name: point for point in points if point.name not in BUILTIN}
+
+
+def __getattr__(attribute: str):
+    """`FAMILIES`: the built-in family names, then the installed ones, sorted."""
+    if attribute == "FAMILIES":
+        return BUILTIN + tuple(sorted(_installed()))
+    raise AttributeError(f"module {__name__!r} has no attribute {attribute!r}")
+
+
+def known(name: str) -> bool:
+    """Whether `name` is a family: built-in (without reading the entry points) or installed."""
+    return name in BUILTIN or name in _installed()
 
 
 def get(name: str) -> ModuleType:
-    """The family module called `name`; raises BadInput listing the known families."""
-    if name not in FAMILIES:
-        raise BadInput(f"unknown family {name!r}; known families: {', '.join(FAMILIES)}")
-    return importlib.import_module(f"puzzlesweep.puzzles.{name}")
+    """The family module called `name`: a built-in one, or the module an installed entry
+    point of `ENTRY_POINTS` names, checked by `check`. Raises BadInput listing the known
+    families for an unknown name, or naming what an installed family lacks."""
+    if name in BUILTIN:
+        return importlib.import_module(f"puzzlesweep.puzzles.{name}")
+    point = _installed().get(name)
+    if point is None:
+        known = BUILTIN + tuple(sorted(_installed()))
+        raise BadInput(f"unknown family {name!r}; known families: {', '.join(known)}")
+    try:
+        module = point.load()
+    except Exception as exc:  # an installed family that cannot be imported
+        raise BadInput(f"family {name!r}: {point.value} cannot be imported: {exc}") from None
+    check(module, name)
+    return module
 
 
 @dataclass(frozen=True)

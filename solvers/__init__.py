@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-#: The closed status vocabulary of every result (DESIGN.md, result columns; the catalog's
+#: The closed status vocabulary of every result (docs/catalog.md, columns; the catalog's
 #: per-status counts). `feasible` (an incumbent without proof and without a limit) is
 #: part of the vocabulary, though no solver here reports it: a limit is always the reason.
 STATUSES = ("optimal", "feasible", "infeasible", "time_limit", "node_limit", "error")

@@ -4,7 +4,7 @@ A `MipModel` is plain arrays: minimise c·x + offset subject to row_lower <= A x
 and lower <= x <= upper, with x integral where `integrality` says so; A is given row-wise
 (CSR). `solve(model, limits)` returns a `SolverResult`. HiGHS runs with one thread and its
 output switched off; a limit hit before the root node leaves objective, bound and gap
-infinite in HiGHS, which are returned as None (DESIGN.md, measured facts). When the
+infinite in HiGHS, which are returned as None (docs/architecture.md). When the
 model's optimum is an integer (`has_integral_objective`), the dual bound is rounded up
 and the objective to the integer it lies on, so a proven 4 is never reported as
 3.9999999999998583.

@@ -103,7 +103,8 @@ def _append_many(root: str, worker: int, count: int) -> None:
 
 def test_concurrent_writer_processes_lose_no_commit(tmp_path):
     catalog.prepare(tmp_path, [puzzles.get("domination").Params])
-    spawn = multiprocessing.get_context("spawn")  # deltalake is not fork-safe (DESIGN.md)
+    # deltalake is not fork-safe (docs/architecture.md).
+    spawn = multiprocessing.get_context("spawn")
     workers = [spawn.Process(target=_append_many, args=(str(tmp_path), w, 15)) for w in range(3)]
     for process in workers:
         process.start()

@@ -1,11 +1,13 @@
 """The behaviour every registered family keeps, checked on a few small instances each.
 
 Every test here is parametrised over `puzzles.FAMILIES`, so a new family gets the whole
-contract for free once it has a row in `CASES` (a family declares none of this: the
-table below picks its instances). Only the public family protocol is used (see
-puzzles/__init__.py): canonical form and `from_canonical`, the codec, `exhaustive`
-against the main solver (through `puzzlesweep.solve`), `verify`, `render`, `picture`,
-and `instance_key`.
+contract for free once it has a row in `CASES` (a built-in family declares none of this:
+the table below picks its instances) or, for a family installed through the entry point
+group `puzzlesweep.families`, a `CONTRACT` dict of the same fields in its module. Run it
+on one family with `python -m pytest tests/test_contract.py -k NAME` (docs/development.md).
+Only the public family protocol is used (see puzzles/__init__.py): canonical form and
+`from_canonical`, the codec, `exhaustive` against the main solver (through
+`puzzlesweep.solve`), `verify`, `render`, `picture`, and `instance_key`.
 
 The family module is reached through `puzzles.get(name)` (the `family` fixture), the
 same lookup `puzzlesweep.solve` and `Instance.key` use, so a copy of a family installed
@@ -45,9 +47,9 @@ class Case:
 CASES = {
     "monochromatic_lines": Case(
         known=(
-            # PUZZLES.md: 3^2 with counts (5, 4) -> 0 (tic-tac-toe can be drawn).
+            # docs/families.md: 3^2 with counts (5, 4) -> 0 (tic-tac-toe can be drawn).
             ({"n": 3, "d": 2, "counts": [5, 4]}, 0),
-            # PUZZLES.md's line definition: every pair of cells of the 2x2 square is a
+            # docs/families.md's line definition: every pair of cells of the 2x2 square is a
             # line (rows, columns, diagonals), so each colour's two balls make one.
             ({"n": 2, "d": 2, "counts": [2, 2]}, 2),
         ),
@@ -61,7 +63,7 @@ CASES = {
     "no_k_in_row": Case(
         known=(
             # OEIS A181018 (k = 3, n x n): keep 6 of 9 and 9 of 16 -> remove 3 and 7
-            # (PUZZLES.md).
+            # (docs/families.md).
             ({"dims": [3, 3], "k": 3}, 3),
             ({"dims": [4, 4], "k": 3}, 7),
         ),
@@ -74,7 +76,7 @@ CASES = {
     ),
     "domination": Case(
         known=(
-            # OEIS A006075 (knights, n x n): n = 3 -> 4, n = 4 -> 4 (PUZZLES.md).
+            # OEIS A006075 (knights, n x n): n = 3 -> 4, n = 4 -> 4 (docs/families.md).
             ({"rows": 3, "cols": 3}, 4),
             ({"rows": 4, "cols": 4}, 4),
         ),
@@ -94,7 +96,7 @@ CASES = {
             # that they agree).
             ({"side": 4, "start": 1, "question": "min_moves"}, None),
         ),
-        # Hole 9 is hole 2's image under a rotation of the triangle (PUZZLES.md numbering).
+        # Hole 9 is hole 2's image under a rotation of the triangle (docs/families.md numbering).
         equivalent=(
             (
                 {"side": 4, "start": 2, "question": "min_moves"},
@@ -114,10 +116,18 @@ QUICK = Limits(60)
 @pytest.fixture(params=puzzles.FAMILIES)
 def family(request):
     """The family module under test, looked up as the solve path looks it up."""
-    name = request.param
-    if name not in CASES:
-        pytest.fail(f"family {name} has no row in tests/test_contract.py CASES: add one")
-    return puzzles.get(name)
+    module = puzzles.get(request.param)
+    case_of(module)
+    return module
+
+
+def case_of(family) -> Case:
+    """The family's row of `CASES`, else the `CONTRACT` its module declares."""
+    if family.NAME in CASES:
+        return CASES[family.NAME]
+    if not hasattr(family, "CONTRACT"):
+        pytest.fail(f"family {family.NAME} has no row in CASES and no CONTRACT: add one")
+    return Case(**family.CONTRACT)
 
 
 def params(family, raw: dict):
@@ -141,11 +151,12 @@ def solved(family, raw: dict) -> dict:
 
 
 def feasible(family) -> list[tuple[dict, float]]:
-    return [(raw, value) for raw, value in CASES[family.NAME].known if value is not None]
+    return [(raw, value) for raw, value in case_of(family).known if value is not None]
 
 
 def test_a_family_names_itself_and_writes_down_its_roads_not_taken(family):
     assert family.NAME in puzzles.FAMILIES
+    assert puzzles.check(family, family.NAME) == puzzles.capabilities(family)
     assert puzzles.get(family.NAME) is family
     assert family.SOLVERS, "a family supports at least one solver"
     assert family.__doc__ and "Roads not taken" in family.__doc__
@@ -155,7 +166,7 @@ def test_a_family_names_itself_and_writes_down_its_roads_not_taken(family):
 
 
 def test_the_canonical_form_is_idempotent_and_equivalent_instances_share_the_key(family):
-    case = CASES[family.NAME]
+    case = case_of(family)
     everything = [raw for raw, _ in case.known] + [case.pinned[0]]
     everything += [raw for pair in case.equivalent for raw in pair]
     for raw in everything:
@@ -173,7 +184,7 @@ def test_the_canonical_form_is_idempotent_and_equivalent_instances_share_the_key
 
 
 def test_a_solution_of_the_canonical_form_maps_back_and_verifies(family):
-    for _, second in CASES[family.NAME].equivalent:
+    for _, second in case_of(family).equivalent:
         p = params(family, second)
         canonical = family.canonical(p)
         assert canonical != p, f"{second} should not be canonical already"
@@ -205,7 +216,7 @@ def test_the_codec_round_trips_a_solution(family):
 
 
 def test_exhaustive_agrees_with_the_main_solver_and_the_sources(family):
-    for raw, known in CASES[family.NAME].known:
+    for raw, known in case_of(family).known:
         p = params(family, raw)
         value, solution = family.exhaustive(p)
         row = solved(family, raw)
@@ -219,7 +230,7 @@ def test_exhaustive_agrees_with_the_main_solver_and_the_sources(family):
 
 
 def test_verify_refuses_a_broken_solution(family):
-    case = CASES[family.NAME]
+    case = case_of(family)
     raw, value = feasible(family)[0]
     p = params(family, raw)
     solution = family.decode(solved(family, raw)["solution"])
@@ -248,5 +259,5 @@ def test_render_gives_text_and_picture_a_figure(family):
 def test_the_instance_key_is_the_one_written_down(family):
     # Computed once and written here: the key is the SHA-256 of the canonical params'
     # JSON, so it must not change with the machine, the Python version or a refactoring.
-    raw, key = CASES[family.NAME].pinned
+    raw, key = case_of(family).pinned
     assert Instance(family.NAME, params(family, raw)).key == key

@@ -30,7 +30,7 @@ piece = "knight"
 rows = "3..6"
 cols = "=rows"
 """
-KNIGHTS = [(3, 4.0), (4, 4.0), (5, 5.0), (6, 8.0)]  # OEIS A006075 (PUZZLES.md)
+KNIGHTS = [(3, 4.0), (4, 4.0), (5, 5.0), (6, 8.0)]  # OEIS A006075 (docs/families.md)
 
 
 def prefect(*args: str, env: dict, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -1,4 +1,4 @@
-"""Every family against the values of ../shared/PUZZLES.md and published sources,
+"""Every family against the values of docs/families.md and published sources,
 through the Python API (the behaviour every family shares is in test_contract.py)."""
 
 import pytest
@@ -24,7 +24,7 @@ def solve(family: str, **raw) -> dict:
 
 # --- rule tables ------------------------------------------------------------------
 def test_line_counts():
-    # PUZZLES.md: ((n+2)^d - n^d)/2 lines: 8 for 3^2, 49 for 3^3, 76 for 4^3.
+    # docs/families.md: ((n+2)^d - n^d)/2 lines: 8 for 3^2, 49 for 3^3, 76 for 4^3.
     assert [len(monochromatic_lines.lines(n, d)) for n, d in [(3, 2), (3, 3), (4, 3)]] == [
         8,
         49,
@@ -53,7 +53,7 @@ def test_peg_board_tables():
 
 # --- known optima -----------------------------------------------------------------
 def test_monochromatic_lines_seed_and_known():
-    # Seed 000: 3^3 with 14 and 13 balls -> 4 lines. PUZZLES.md: 3^2 (5, 4) -> 0 and
+    # Seed 000: 3^3 with 14 and 13 balls -> 4 lines. docs/families.md: 3^2 (5, 4) -> 0 and
     # 4^3 (32, 32) -> 0.
     assert solve("monochromatic_lines", n=3, d=3, counts=[14, 13])["objective"] == 4
     assert solve("monochromatic_lines", n=3, d=2, counts=[5, 4])["objective"] == 0
@@ -205,7 +205,7 @@ def test_bad_parameters_are_named(family, raw, word):
 
 
 def test_the_cube_names_its_monochromatic_lines():
-    # The seed's 3×3×3 cube with 14/13 balls: 4 monochromatic lines at best (PUZZLES.md).
+    # The seed's 3×3×3 cube with 14/13 balls: 4 monochromatic lines at best (docs/families.md).
     from puzzlesweep.solve import solve_instance
     from puzzlesweep.solvers import Limits
 

@@ -113,7 +113,7 @@ def test_every_split_of_the_counts():
     assert [p["counts"] for p in points] == [[8, 1], [7, 2], [6, 3], [5, 4]]
     three = expand_grid("monochromatic_lines", {"n": 2, "d": 2, "counts": "all", "c": 3})
     assert [p["counts"] for p in three] == [[2, 1, 1]]
-    # PUZZLES.md: 3^2 with (5, 4) has no monochromatic line (tic-tac-toe can be drawn).
+    # docs/families.md: 3^2 with (5, 4) has no monochromatic line (tic-tac-toe can be drawn).
     values = [solve("monochromatic_lines", **p)["objective"] for p in points]
     assert values[-1] == 0 and values == sorted(values, reverse=True)
 
@@ -181,7 +181,7 @@ def test_picture_is_written(tmp_path, family, params, suffix, magic):
 
 
 def test_every_family_draws_its_seed_instance():
-    # The pictures under docs/ come from the seed instances (README); here every
+    # The pictures under docs/ come from the seed instances (docs/families.md); here every
     # picture() returns a figure with one panel per slice or per move.
     cases = [
         ("monochromatic_lines", {"n": 2, "d": 3, "counts": [4, 4]}, 2),  # 2 slices

@@ -112,7 +112,7 @@ def test_cli_run_prints_the_summary_from_the_catalog(spec, tmp_path, prefect_api
     ]
 
 
-# Known optima (PUZZLES.md): OEIS A006075, knights n×n for n = 1..6 -> 1, 4, 4, 4, 5, 8;
+# Known optima (docs/families.md): OEIS A006075, knights n×n for n = 1..6 -> 1, 4, 4, 4, 5, 8;
 # OEIS A181018, no 3 in a row on n×n for n = 3..5 keeps 6, 9, 16 -> removes 3, 7, 9;
 # OEIS A127500, T_4 -> 5 fewest moves, and holes 1, 5, 7, 10 cannot reach one peg.
 THREE_WAYS = (

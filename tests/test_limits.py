@@ -259,7 +259,7 @@ def test_a_thread_keeps_its_child_across_batches_until_its_memory_limit_changes(
         [second] = children.pids()
         assert second != first and not alive(first)
     assert children.pids() == [] and not alive(second)
-    # OEIS A006075 (knights, n×n): n = 3, 4, 5 → 4, 4, 5 (PUZZLES.md, domination).
+    # OEIS A006075 (knights, n×n): n = 3, 4, 5 → 4, 4, 5 (docs/families.md, domination).
     _, rows = catalog.query(path, "SELECT rows, objective, status FROM results ORDER BY rows")
     assert rows == [(3, 4.0, "optimal"), (4, 4.0, "optimal"), (5, 5.0, "optimal")]
 
@@ -298,7 +298,7 @@ def test_a_dask_worker_keeps_its_child_across_batches_and_stops_it_when_it_close
             break
         time.sleep(0.1)
     assert not alive(first)
-    # OEIS A006075 (knights, n×n): n = 3, 4 → 4, 4 (PUZZLES.md, domination).
+    # OEIS A006075 (knights, n×n): n = 3, 4 → 4, 4 (docs/families.md, domination).
     _, rows = catalog.query(path, "SELECT rows, objective FROM results ORDER BY rows")
     assert rows == [(3, 4.0), (4, 4.0)]
 

@@ -45,7 +45,7 @@ def test_periodic_start_is_valid(dims, k, size):
 
 
 def test_highs_takes_the_start():
-    # setSolution answers OK whatever it is given (DESIGN.md), so check that it was used:
+    # setSolution answers OK whatever it is given (docs/architecture.md), so check that it was used:
     # stopped before its root node, HiGHS reports the start's 68 removals on 6x7x6, and
     # nothing without a start.
     p = nok([6, 7, 6], 5)

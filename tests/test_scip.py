@@ -215,7 +215,7 @@ def test_a_spec_resolves_auto_per_instance_and_asks_for_counts():
 @pytest.mark.slow
 def test_no_three_in_a_row_9x9_removes_39():
     # OEIS A181018(9) = 42 stones kept on 9×9 with no 3 in a row (https://oeis.org/A181018;
-    # PUZZLES.md lists n = 1..8): 81 - 42 = 39 removed. Proven by SCIP in 10.1 s (auto
+    # docs/families.md lists n = 1..9): 81 - 42 = 39 removed. Proven by SCIP in 10.1 s (auto
     # table, benchmarks/README.md), by HiGHS in 39.1 s.
     nok = puzzles.get("no_k_in_row")
     p = nok.Params(dims=[9, 9], k=3)

@@ -49,7 +49,7 @@ def test_monochromatic_lines_highs_matches_branch_and_bound(raw):
 
 def test_monochromatic_lines_in_four_dimensions():
     # d = 4: the 2^4 cube has (4^4 - 2^4)/2 = 120 lines of two cells, 3^4 has 272
-    # (PUZZLES.md formula); with 8 balls of each colour both methods find 56.
+    # (docs/families.md formula); with 8 balls of each colour both methods find 56.
     assert [len(monochromatic_lines.lines(n, 4)) for n in (2, 3)] == [120, 272]
     assert agree("monochromatic_lines", {"n": 2, "d": 4, "counts": [8, 8]})["objective"] == 56
 

@@ -25,7 +25,7 @@ def test_a_large_sweep_is_summed_up_one_row_per_group(prefect_api, tmp_path):
     report = run_sweep(str(spec), str(results), backend="threads", workers=2)
     assert report["solved"] == 62 > LISTED
     # A line of n stones keeps no k in a row once floor(n / k) are removed (every k-th;
-    # fewer leave a window of k untouched): the 1-D case of PUZZLES.md's no_k_in_row.
+    # fewer leave a window of k untouched): the 1-D case of docs/families.md's no_k_in_row.
     _, rows = catalog.query(results, "SELECT dims, k, objective, solver, status FROM results")
     assert {(d[0], k, o) for d, k, o, *_ in rows} == {
         (n, k, n // k) for n in range(3, 34) for k in (2, 3)

@@ -65,7 +65,7 @@ def test_a_sweep_solves_each_canonical_instance_once(prefect_api, tmp_path):
         ("no_k_in_row", 4, 2, 2, 4),  # 3x4, 4x3 and 1x4x3 are one box
         ("peg_solitaire", 15, 4, 11, 15),  # T_5 has 4 classes of start holes
     ]
-    # Published values: OEIS A006075 (knights 2x2 -> 4, 3x3 -> 4); A181018 (PUZZLES.md):
+    # Published values: OEIS A006075 (knights 2x2 -> 4, 3x3 -> 4); A181018 (docs/families.md):
     # 4x4 keeps 9 of 16 stones with no 3 in a row, so 7 are removed; Jaap Scherphuis's
     # table (jaapsch.net/puzzles/trisolit.htm): from every corner, 4 finishing holes.
     _, rows = catalog.query(

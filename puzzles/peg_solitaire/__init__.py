@@ -53,11 +53,9 @@ Second method: `exhaustive(p)`, a layered enumeration of exact positions in plai
 Python dicts (no symmetry, no pruning, no numpy, one jump at a time with the last peg
 in the state) that answers all three questions; for small boards (side <= 6).
 
-Measured (this 2-core machine, shared; `benchmarks/peg_bench.py`, README.md "Peg
-solitaire sizes"): fewest moves over all starts (OEIS A127500) T_4..T_6 = 5, 9, 9 in
-well under a second together; T_7 = 12 in about 3 s; T_8 = 13 found and proven in
-446 s and 2.5 GB (benchmarks/README.md); `solve` from every start class of T_8, finish
-anywhere or on the start hole, in 0.1 s in all.
+The engine reproduces the fewest moves over all starts (OEIS A127500) for T_4..T_8:
+5, 9, 9, 12, 13. Its times and memory on each board are measured by
+`benchmarks/peg_bench.py` (benchmarks/README.md, "Peg solitaire sizes").
 
 Roads not taken: a MIP over time-indexed jumps as the second method (the enumeration is
 simpler and also answers `reachable`); a Python uniform-cost search over (board, last

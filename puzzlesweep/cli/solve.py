@@ -127,7 +127,7 @@ def _solve_in_child(instance, chosen: str, limits, count: bool, memory) -> dict:
 
 
 def _print_json(module, instance, row: dict, count: bool) -> None:
-    """Print `row` as the one JSON object of DESIGN.md (plus the family's `details`).
+    """Print `row` as the one JSON object of docs/families.md (plus the family's `details`).
 
     The object's keys are fixed, so a stop or error reason goes to stderr."""
     keys = ["family", "params", "instance_key", "solver", "status", "objective", "bound"]

@@ -82,7 +82,7 @@ def words(params: dict[str, Any]) -> str:
 def _params(family: str, row: dict[str, Any]) -> dict[str, Any]:
     """The parameters of a results row of `family` ({} for a family this version does
     not know)."""
-    if family not in puzzles.FAMILIES:
+    if not puzzles.known(family):
         return {}
     return {name: row.get(name) for name in puzzles.get(family).Params.model_fields}
 
@@ -190,7 +190,7 @@ def _families(connection, open_rows: list[dict[str, Any]]) -> list[dict[str, Any
     `open_rows`."""
     entries = []
     for family, instances, classes, copies in connection.execute(COUNTS).fetchall():
-        if family not in puzzles.FAMILIES:
+        if not puzzles.known(family):
             continue
         module = puzzles.get(family)
         cursor = connection.execute(LATEST, [family])
