@@ -22,6 +22,13 @@ plainest Prefect + prefect-dask flow (`PLAIN_FLOW`: one trivial task on a
 `DaskTaskRunner`, with Prefect's own temporary API), the start-up a user waits for
 either way.
 
+Each round also runs the same jobs in the plainest Prefect + prefect-dask sweep
+(`PLAIN_SWEEP`: as many tasks as the adaptive run had batches, each solving its jobs in
+its Dask worker and logging one INFO line per instance; no child process, no catalog),
+the row `plain`: what Prefect tasks on Dask cost by themselves. And it times alone, in
+fresh processes, the pieces no one-instance sweep can do without (`FLOORS`: Prefect's
+import, the temporary API's start, a LocalCluster's start and close).
+
 For each run it prints the wall time, split by the run's manifest (`runs` view) into
 start-up (process start to the flow's first step: imports, temporary Prefect API,
 LocalCluster), steady state (manifest started_at to finished_at: planning, every
@@ -88,6 +95,53 @@ def plain():
 
 if __name__ == "__main__":
     assert plain() == 1
+"""
+
+
+PLAIN_SWEEP = """
+import functools, sys, time
+
+from prefect import flow, get_run_logger, task
+from prefect_dask import DaskTaskRunner
+
+STARTED = time.perf_counter()
+
+
+@functools.cache
+def jobs(spec):
+    from puzzlesweep.flows.spec import load
+
+    return load(spec).jobs
+
+
+@task
+def solve(spec, number, batches):
+    from puzzlesweep.solve import solve_instance
+
+    logger = get_run_logger()
+    for job in jobs(spec)[number::batches]:
+        row = solve_instance(job.instance, job.solver, job.limits)
+        logger.info("%s: %s, objective %s", row["params_key"], row["status"], row["objective"])
+    return number
+
+
+def main(spec, batches, workers):
+    runner = DaskTaskRunner(
+        cluster_kwargs={"n_workers": workers, "threads_per_worker": 1, "dashboard_address": None}
+    )
+
+    @flow(task_runner=runner)
+    def plain_sweep():
+        began = time.perf_counter()
+        futures = [solve.submit(spec, n, batches) for n in range(batches)]
+        assert sorted(f.result() for f in futures) == list(range(batches))
+        print(began - STARTED, time.perf_counter() - STARTED)
+
+    plain_sweep()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))
 """
 
 
@@ -186,6 +240,61 @@ def one_instance(work: Path, round_: int) -> tuple[float, float]:
     return ours, whole_process([sys.executable, str(work / "plain.py")], env)
 
 
+def plain_sweep(spec: Path, work: Path, batches: int, workers: int) -> dict:
+    """Run `PLAIN_SWEEP` once: the same jobs in `batches` tasks of the plainest Prefect +
+    prefect-dask flow (a `DaskTaskRunner` on a LocalCluster of `workers` processes,
+    Prefect's own temporary API), each task solving its jobs in its worker with
+    `solve_instance` and logging one INFO line per instance: the floor that any sweep
+    made of Prefect tasks on Dask with per-instance log lines stands on (no child
+    process, no catalog, no progress). Returns wall, startup, steady, shutdown seconds."""
+    env = {**os.environ, "DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    env.pop("PREFECT_API_URL", None)
+    (work / "plain_sweep.py").write_text(PLAIN_SWEEP)
+    command = [sys.executable, str(work / "plain_sweep.py"), str(spec), str(batches)]
+    started = time.perf_counter()
+    done = subprocess.run(command + [str(workers)], env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"the plain sweep failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    first, last = map(float, done.stdout.split()[-2:])
+    return {
+        "wall": wall,
+        "startup": first,
+        "steady": last - first,
+        "shutdown": wall - last,
+        "batches": batches,
+    }
+
+
+FLOORS = {
+    "import Prefect's engine and prefect-dask": "import prefect.flow_engine, prefect_dask",
+    "temporary Prefect API, launch to /health": (
+        "from puzzlesweep.flows.api import TemporaryAPI\n"
+        "api = TemporaryAPI()\napi.url()\napi.stop()"
+    ),
+    "LocalCluster of 1 worker process, start and close": (
+        "from distributed import LocalCluster\n"
+        "LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None).close()"
+    ),
+}
+
+
+def floors() -> dict[str, float]:
+    """Seconds of each piece a one-instance sweep cannot do without (`FLOORS`), each
+    timed alone in a fresh process from before its first import to its end."""
+    env = {**os.environ, "DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    env.pop("PREFECT_API_URL", None)
+    timed = "import time\nt = time.perf_counter()\n{}\nprint(time.perf_counter() - t)"
+    seconds = {}
+    for name, code in FLOORS.items():
+        done = subprocess.run(
+            [sys.executable, "-c", timed.format(code)], env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        seconds[name] = float(done.stdout.split()[-1])
+    return seconds
+
+
 def sweep_round(spec: Path, work: Path, jobs: list, workers: int, sizes, round_: int):
     """One round: the pool, then one sweep per batch size (their answers checked
     against the pool's), then the one-instance pair. Returns (pool seconds, {size:
@@ -205,6 +314,9 @@ def sweep_round(spec: Path, work: Path, jobs: list, workers: int, sizes, round_:
         ]
         assert len(run["answers"]) == len(jobs), "every instance once"
         assert not differ, f"{len(differ)} answers differ from the pool's"
+    batches = runs[sizes[0]]["batches"]
+    runs["plain"] = plain_sweep(spec, work, batches, workers)
+    print(f", plain {runs['plain']['steady']:.1f} s steady", end="", flush=True)
     one = one_instance(work, round_)
     print(f", one instance {one[0]:.1f} s, plain flow {one[1]:.1f} s", flush=True)
     return seconds, runs, one
@@ -237,7 +349,7 @@ def main() -> None:
     header = f"{'batch size':>10} {'batches':>8} {'wall s':>8} {'start-up s':>11}"
     header += f" {'steady s':>9} {'shut-down s':>12} {'steady / pool':>14}"
     print(header + f" {'start-up / pool':>16} {'wall / pool':>12}")
-    for size in sizes:
+    for size in [*sizes, "plain"]:
         done = [runs[size] for _, runs, _ in rounds]
         m = {key: median(run[key] for run in done) for key in done[0] if key != "answers"}
         print(
@@ -248,8 +360,11 @@ def main() -> None:
     ours, plain = (median(one[i] for _, _, one in rounds) for i in (0, 1))
     print(
         f"one instance: puzzlesweep run {ours:.1f} s, plain Prefect + prefect-dask flow "
-        f"{plain:.1f} s, ratio {ours / plain:.2f}"
+        f"{plain:.1f} s, ratio {ours / plain:.2f} (target 0.3: {0.3 * plain:.1f} s)"
     )
+    print("pieces a one-instance sweep cannot do without, each alone in a fresh process:")
+    for name, seconds in floors().items():
+        print(f"  {name}: {seconds:.1f} s")
 
 
 if __name__ == "__main__":
