@@ -218,7 +218,7 @@ def dask_cluster(
 ) -> Iterator[tuple[str, str | None, int]]:
     """Connect to the scheduler at `address`, or start a `LocalCluster` of `workers`
     single-threaded worker processes (its dashboard on `dashboard_address`, or another
-    free port if that one is taken; None: no dashboard) and close it afterwards.
+    free port if that one is taken; None: none, nor port 8787) and close it afterwards.
 
     Yields (scheduler address, dashboard URL or None, workers connected now). Raises
     BadInput for a malformed address or a scheduler that does not answer in `timeout`
@@ -242,8 +242,6 @@ def dask_cluster(
         threads_per_worker=1,
         processes=True,
         dashboard_address=dashboard_address,
-        # without a dashboard, the scheduler's HTTP server (health, metrics) still
-        # listens, on Dask's default 8787 unless told otherwise: any free loopback port
         scheduler_kwargs=None if dashboard_address else {"dashboard_address": "127.0.0.1:0"},
     ) as cluster:
         with Client(cluster) as client:
@@ -339,9 +337,8 @@ def dask_runner(scheduler: str):
 
 
 def quiet_dask() -> None:
-    """Keep the in-process Dask scheduler's INFO lines and its 'port in use, hosting the
-    dashboard elsewhere' warning off the terminal (the run prints the address it got);
-    `PUZZLESWEEP_DASK_LOG_LEVEL` sets another level (default WARNING)."""
+    """Keep the in-process Dask scheduler's INFO lines and its 'port in use' warning off
+    the terminal; `PUZZLESWEEP_DASK_LOG_LEVEL` sets another level (default WARNING)."""
     level = os.environ.get("PUZZLESWEEP_DASK_LOG_LEVEL", "WARNING").upper()
     for name in list(logging.root.manager.loggerDict):
         if name == "distributed" or name.startswith("distributed."):
