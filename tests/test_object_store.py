@@ -79,8 +79,7 @@ def _run(processes: Processes, name: str, spec: Path, uri: str, env: dict, *extr
         str(spec),
         "--catalog",
         uri,
-        "--dashboard-address",
-        "127.0.0.1:0",
+        *(() if "threads" in extra else ("--dashboard-address", "127.0.0.1:0")),  # no dashboard
         *extra,
         env=env,
         cwd=ROOT,
