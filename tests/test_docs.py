@@ -81,3 +81,33 @@ def test_readme_runnable_commands_run(tmp_path):
     assert "5 instances" in sweep
     rows = re.findall(r"│\s*(\d+)\s*│\s*(\d+)\s*│\s*optimal", query)
     assert [(int(n), int(v)) for n, v in rows] == [(1, 1), (2, 4), (3, 4), (4, 4), (5, 5)]
+
+
+#: The names of the design documents the project was started from, which live outside
+#: the repository (written in pieces, so that this file does not name them itself).
+OUTSIDE = re.compile(
+    "|".join(
+        [
+            "DESIGN" + r"\.md",
+            "PUZZLES" + r"\.md",
+            "STYLE" + r"\.md",
+            r"\.\./" + "shared",
+            "shared/" + "seeds",
+        ]
+    )
+)
+
+
+def test_nothing_points_at_a_document_outside_the_repository():
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    texts = [p for p in tracked if p.endswith((".py", ".md", ".toml", ".txt", ".yaml", ".yml"))]
+    found = [
+        f"{path}:{number}"
+        for path in texts
+        for number, line in enumerate((ROOT / path).read_text().splitlines(), 1)
+        if OUTSIDE.search(line)
+    ]
+    assert len(texts) > 100
+    assert found == []

@@ -18,7 +18,7 @@ from puzzlesweep.solvers import Limits, frontier
 from puzzlesweep.solvers.frontier.sharded import ShardedRun
 
 # Fewest moves over every one-vacancy start and every one-peg finish of T_n: OEIS
-# A127500 (PUZZLES.md), G. I. Bell, "Solving Triangular Peg Solitaire", JIS 11 (2008)
+# A127500 (docs/families.md), G. I. Bell, "Solving Triangular Peg Solitaire", JIS 11 (2008)
 # 08.4.8; T_5's shortest solutions there take 9 moves.
 A127500 = {4: 5, 5: 9, 6: 9, 7: 12}
 
