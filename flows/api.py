@@ -2,11 +2,11 @@
 
 Without `PREFECT_API_URL`, a run needs Prefect's ephemeral API server (the FastAPI app
 `prefect.server.api.server:create_app` under uvicorn, UI off, ephemeral settings): the
-largest part of a run's start-up, about 10 s of imports and database set-up in its own
-process on this machine. Prefect's `SubprocessASGIServer` starts the same app, but first
-imports the whole server package into the calling process (about 2.6 s of CPU, holding
-the GIL while the cluster starts) only to spawn it, and it can only be called once
-Prefect's settings say no API is configured (2.4 s of imports more).
+largest part of a run's start-up, its imports and database set-up in its own process.
+Prefect's `SubprocessASGIServer` starts the same app, but first imports the whole server
+package into the calling process (holding the GIL while the cluster starts) only to
+spawn it, and it can only be called once Prefect's settings say no API is configured
+(more imports). Figures: benchmarks/README.md, "Figures behind choices in the code".
 
 `TemporaryAPI` instead starts `python -m puzzlesweep.flows.api` at once: that child
 reads Prefect's settings itself (environment, profile, prefect.toml: the same sources as
@@ -24,10 +24,9 @@ with it anyway, and Prefect's default, the file `PREFECT_HOME/prefect.db` shared
 run, grows with each run's logs and stalls the run. On a file, Prefect opens several
 connections, and two write transactions that meet make SQLite answer "database is locked"
 at once; the API turns that into a 503, which Prefect's client retries after 2 s while
-the task that asked waits. Measured with `benchmarks/overhead_bench.py` (2,035 instances,
-18 batches, 2 workers): 4 such stalls per run and 21 s of steady state on the file, none
-and 14 s in memory. The API answers in about 3.5 s from the copy, 4 s on the file, 7 s
-when the migrations build the empty database in memory.
+the task that asked waits; in memory there is no such stall, and the copy spares the
+migrations' start-up (figures: benchmarks/README.md, "Figures behind choices in the
+code").
 
 Only Prefect's public interface is used: the settings `PREFECT_API_URL` and
 `PREFECT_UI_ENABLED`, and the app factory `create_app(ephemeral=True, final=True)` (the
@@ -213,8 +212,8 @@ def _memo_store() -> Path:
 
 def _memory_database() -> "tuple[sqlite3.Connection | None, bool]":
     """When the API's database is `MEMORY`: (a connection that keeps it alive, whether
-    it was filled from `_template()`), so that Prefect's migrations find nothing to do
-    (about 3 s of start-up on this machine); else (None, False). A template that is not
+    it was filled from `_template()`), so that Prefect's migrations find nothing to do;
+    else (None, False). A template that is not
     a whole SQLite database with Prefect's migration mark is not used (the migrations
     build the database, and the copy made afterwards replaces it)."""
     if os.environ.get("PREFECT_API_DATABASE_CONNECTION_URL") != MEMORY:

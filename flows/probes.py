@@ -50,13 +50,9 @@ class Watch:
     `on_lost(reason)` once (in its thread) and stops. A probe costs a millisecond or
     two; nothing is probed that is not configured.
 
-    Kept over Prefect's and Dask's clients alone, measured with `benchmarks/stop_bench.py
-    --part watch --runs 1 --patience 150` (API or scheduler SIGKILLed after the first
-    commit): with the watch, exit 1 in 5.0 s (API) and 5.1 s (scheduler), 0 tracebacks;
-    without it, the lost API: still running after 150 s; with PREFECT_CLIENT_MAX_RETRIES=0,
-    exit 1 in 32.6 s with 604 lines on stderr and tracebacks; the lost scheduler: exit 1
-    in 32.5 s (204 lines, tracebacks), with DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=4s
-    in 6.6 s but 232 lines and tracebacks."""
+    Kept over Prefect's and Dask's clients alone, which without it retry a lost API for
+    minutes and a lost scheduler for half a minute, with tracebacks
+    (`benchmarks/stop_bench.py --part watch`; figures in benchmarks/README.md)."""
 
     def __init__(self, scheduler: str | None, on_lost: Callable[[str], None]):
         self.api = configured_api()

@@ -4,7 +4,7 @@ The logic of an attempt (its handle `Proof`, one part's solve, the combined row 
 its certificate, the re-check) is in `puzzlesweep.proof`; this module only submits and
 collects, through the submit loop that sweeps use (`flows.submit`). Each part is a
 Prefect task on Dask (a part runs for tens of seconds or more,
-so the 0.2 s per task is no concern); its row is written by the task itself before it
+so a task's own cost is no concern); its row is written by the task itself before it
 returns, so a killed run loses only the parts in flight, and a re-run solves only the
 parts whose stored row is not final (`proof.is_done`). At most one part per worker is
 in flight, so each new part gets the best incumbent known at its start as a cutoff.

@@ -8,9 +8,9 @@ Prefect task `attempt`; each of its layers is two rounds of Dask futures, one pe
 (`cluster.on_every_part`): expand shard i (its children sent by owner as buckets on
 disk), then merge shard j of the new layer (duplicates removed where the keys land,
 looked up in the other side); then the layer's manifest is written (`sharded.record`).
-Measured on T_5: a Prefect task per shard and round cost about 0.5 s each, 40 s for
-the 36 layers, where the futures take milliseconds; so Prefect sees targets and Dask
-sees shards. A killed flow loses at most the layer in flight: the next run reads the
+A Prefect task per shard and round would cost far more than the futures' work (see
+benchmarks/README.md, "Figures behind choices in the code"), so Prefect sees targets
+and Dask sees shards. A killed flow loses at most the layer in flight: the next run reads the
 manifests (`sharded.plan`) and goes on from the last finished layer. The answer is
 replayed by the caller's `verify` before it is returned.
 """

@@ -52,7 +52,7 @@ RANGE = re.compile(r"^\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*$")
 #: Instances a spec may stand for unless it (or the command line) allows more.
 MAX_INSTANCES = 20_000
 #: Instances one run (or dry run) may plan whatever is allowed: every job is made and
-#: held in memory before any work (about 1.3 KB each; 2,000,000 took 2.7 GB and 156 s).
+#: held in memory before any work (about 1.3 KB each: benchmarks/README.md).
 MAX_PLANNED = 1_000_000
 #: Bytes a spec file may hold (a spec is a few lines; /dev/zero is not one).
 MAX_SPEC_BYTES = 2**20

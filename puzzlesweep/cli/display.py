@@ -99,7 +99,7 @@ def summary_table(catalog_path: str, plan, run_id: str) -> Table:
     where each row comes from: solved by run `run_id`, a symmetric copy of an equivalent
     instance it solved, or already in the catalog from an earlier run. Up to `LISTED`
     instances one per row; more, one row per family, solver, status and origin (a table
-    of thousands of rows helps no one at a terminal, and took 2 s to draw)."""
+    of thousands of rows helps no one at a terminal, and is slow to draw)."""
     from puzzlesweep import puzzles
 
     wanted = {job.done_key: job for job in plan.jobs}

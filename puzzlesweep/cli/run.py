@@ -137,8 +137,7 @@ def run(
 def _run_sweep(spec: str, catalog_path: str, options: dict) -> dict:
     """Run the sweep flow with a progress display and Ctrl-C handling, and return its
     report (`flows.sweep.run_sweep`'s keyword `options`). Without a configured Prefect
-    API, a temporary one is started first: it takes about 8 s, while Prefect and the
-    flow are imported."""
+    API, a temporary one is started first, while Prefect and the flow are imported."""
     from puzzlesweep.flows.api import TemporaryAPI, configured_api
     from puzzlesweep.flows.control import Control
 

@@ -122,12 +122,9 @@ def _freeze_local_workers() -> list:
     did not start.
 
     Kept over Dask's own way (the `commits_stopped` Event, then the workers' exit with
-    their nanny's process), measured side by side with `benchmarks/stop_bench.py --part
-    freeze --runs 6` (24 small boards, batches of one, 2 local workers, SIGINT 0-1.5 s
-    after the first commit): both exited 130 with no traceback, the row `interrupted`,
-    0 rows committed after it and no process left; but without the freeze 5 of 6 runs
-    printed 1-2 worker lines after the Ctrl-C line (Prefect's "Task run ... Finished in
-    state Failed(... Interrupted ...)" at ERROR), with it 0 of 6."""
+    their nanny's process): both stop as promised, but without the freeze the workers
+    may print Prefect's ERROR lines for interrupted task runs after the Ctrl-C line
+    (`benchmarks/stop_bench.py --part freeze`; figures in benchmarks/README.md)."""
     import psutil
 
     workers = []

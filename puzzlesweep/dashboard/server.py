@@ -5,8 +5,8 @@ style inline, nothing fetched from the internet) and `/api/state` (the JSON of
 `state.state`), and nothing else: the browser sends no path, file name or SQL that
 reaches the machine, and any other route is a 404.
 
-Under load (measured: 200 concurrent requests to an unbounded server let 97 time out at
-120 s; 500 half-sent requests held 500 threads): the state is computed at most once per
+Under load (an unbounded server let many of 200 concurrent requests time out, and
+held a thread per half-sent request: benchmarks/README.md): the state is computed at most once per
 refresh interval and the same bytes serve every request meanwhile (`StateCache`);
 requests are handled by a bounded pool of `THREADS` threads with at most `PENDING`
 connections waiting for one (beyond, an immediate 503), each socket with a
