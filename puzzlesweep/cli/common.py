@@ -53,11 +53,13 @@ WORKERS_PER_CORE = 4
 #: Memory one local worker needs at least: its Dask worker process (about 100 MB with
 #: its imports) and its solver child under the smallest memory limit (256 MiB).
 WORKER_MEMORY = 512 * 2**20
+#: Where a local cluster's Dask dashboard listens unless told (Dask's own default port).
+DASHBOARD_DEFAULT = "127.0.0.1:8787"
 DashboardOption = Annotated[
     str | None,
     typer.Option(
         help="Local cluster's Dask dashboard, HOST:PORT (0: any free port) "
-        "[default: 127.0.0.1:8787]"
+        f"[default: {DASHBOARD_DEFAULT}]"
     ),
 ]
 INTEGER = re.compile(r"^-?\d+$")

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from puzzlesweep import catalog
 from puzzlesweep.cli.common import (
     CORES,
+    DASHBOARD_DEFAULT,
     AddressOption,
     CatalogOption,
     DashboardOption,
@@ -108,8 +109,8 @@ def run(
         )
         check_workers(workers)
         memory = parse_memory(memory_limit)
-        if backend == "dask":  # a local cluster's, by default 127.0.0.1:8787
-            dashboard_address = dashboard_address or "127.0.0.1:8787"
+        if backend == "dask":  # a local cluster's
+            dashboard_address = dashboard_address or DASHBOARD_DEFAULT
             check_dashboard_address(dashboard_address, bind=not address)
         check_catalog_directory(catalog_path)  # a file, another directory, not writable
         plan = load(spec, max_instances)
@@ -240,7 +241,7 @@ def prove(
         if probe < 0:
             raise BadInput(f"--probe must be >= 0 seconds, got {probe}")
         check_workers(workers)
-        dashboard_address = dashboard_address or "127.0.0.1:8787"
+        dashboard_address = dashboard_address or DASHBOARD_DEFAULT
         check_dashboard_address(dashboard_address, bind=not address)
         build(proof)
         catalog.check_writable(catalog_path)
