@@ -110,9 +110,9 @@ def expand_count(point: dict, cap: int) -> int:
 
 
 def auto_solver(p: Params) -> str:
-    """The engine `auto` runs (canonical p), from benchmarks/README.md (mip_bench.py
-    --only auto): SCIP from AUTO_SCIP_CELLS cells on (the seed's 3^3 with 14/13 balls:
-    0.10 s against 0.62 s), HiGHS below (3^2 and 4^2 take milliseconds either way)."""
+    """The engine `auto` runs (canonical p): SCIP from AUTO_SCIP_CELLS cells on, where it
+    proves the 3^3 cube several times faster, HiGHS below, where both take milliseconds
+    (benchmarks/README.md, "`auto`: the table behind each family's choice")."""
     return "scip" if p.n**p.d >= AUTO_SCIP_CELLS else "highs"
 
 
