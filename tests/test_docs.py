@@ -26,9 +26,9 @@ def relative_links(path: Path) -> list[str]:
     ]
 
 
-def runnable_blocks(text: str) -> list[str]:
-    """The text of every fenced block whose info string is `sh runnable`."""
-    return [body for info, body in FENCE.findall(text) if info.split() == ["sh", "runnable"]]
+def runnable_blocks(text: str, language: str = "sh") -> list[str]:
+    """The text of every fenced block whose info string is `LANGUAGE runnable`."""
+    return [body for info, body in FENCE.findall(text) if info.split() == [language, "runnable"]]
 
 
 def test_every_relative_link_leads_to_a_file():
@@ -81,6 +81,23 @@ def test_readme_runnable_commands_run(tmp_path):
     assert "5 instances" in sweep
     rows = re.findall(r"│\s*(\d+)\s*│\s*(\d+)\s*│\s*optimal", query)
     assert [(int(n), int(v)) for n, v in rows] == [(1, 1), (2, 4), (3, 4), (4, 4), (5, 5)]
+
+    # The Python blocks marked runnable, in the same directory (so `results` is the
+    # catalog the sweep above wrote): solving one instance, and reading the catalog.
+    solving, reading = [
+        subprocess.run(
+            [str(ROOT / ".venv/bin/python"), "-c", block],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        for block in runnable_blocks((ROOT / "README.md").read_text(), "python")
+    ]
+    assert solving.returncode == 0 and reading.returncode == 0, solving.stderr + reading.stderr
+    assert solving.stdout.splitlines()[-1] == "optimal 12 True"  # OEIS A006075: 8×8 -> 12
+    assert re.search(r"│ domination\s*│\s*5 │", reading.stdout), reading.stdout  # 5 boards
 
 
 #: The names of the design documents the project was started from, which live outside
