@@ -111,6 +111,7 @@ class SLURMCluster:
 """
 
 
+@pytest.mark.slow
 def test_slurm_batch_script_runs_its_sweep(prefect_server, tmp_path):
     env, _ = prefect_server
     script = DEPLOY / "slurm" / "sweep.sbatch"

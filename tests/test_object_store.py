@@ -144,6 +144,7 @@ def test_sweep_into_s3_then_cli_polars_and_deltalake_read_it(s3, env, tmp_path, 
     assert runs == [("knights-s3", "finished", 8, 8, 8)]
 
 
+@pytest.mark.slow
 def test_sigkill_midway_then_rerun_solves_only_what_is_missing(s3, env, tmp_path, processes):
     uri = f"s3://{BUCKET}/slow"
     spec = _spec(tmp_path, SLOW)
@@ -311,6 +312,7 @@ def _count_once_served(uri: str) -> int:
     return counts[-1]
 
 
+@pytest.mark.slow
 def test_a_catalog_server_lost_mid_run_ends_the_run_in_one_line(tmp_path, prefect_api, processes):
     from prefect.settings import PREFECT_API_URL
 
