@@ -133,17 +133,23 @@ def children_peak_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
 
 
-def test_ctrl_c_stops_a_run_and_writes_nothing_false(api_env, tmp_path):
-    spec, results = tmp_path / "slow.toml", tmp_path / "results"
+def signalled_midway(tmp_path: Path, env: dict, signals) -> tuple:
+    """Start the SLOW sweep into tmp_path/results, wait for its first rows and call
+    `signals(process)`; returns (spec, results, exit code, seconds, whether its
+    processes are gone, its output)."""
+    spec, results, log = tmp_path / "slow.toml", tmp_path / "results", tmp_path / "first.log"
     spec.write_text(SLOW)
+    process = start(spec, results, env, log)
+    wait_rows(results, 0, process, log)
+    signals(process)
+    code, seconds, gone = ended(process, log, 30)
+    return spec, results, code, seconds, gone, log.read_text()
 
+
+def test_ctrl_c_stops_a_run_and_writes_nothing_false(api_env, tmp_path):
     # Ctrl-C at the terminal: SIGINT to the whole process group, mid-run.
-    log = tmp_path / "first.log"
-    first = start(spec, results, api_env, log)
-    wait_rows(results, 0, first, log)
-    os.killpg(first.pid, signal.SIGINT)
-    code, seconds, gone = ended(first, log, 30)
-    output = log.read_text()
+    ctrl_c = lambda process: os.killpg(process.pid, signal.SIGINT)  # noqa: E731
+    spec, results, code, seconds, gone, output = signalled_midway(tmp_path, api_env, ctrl_c)
     assert code == 130 and limit_held(seconds, 10), output[-3000:]
     assert output.count("Ctrl-C: stopping the run") == 1 and "Traceback" not in output, output
     assert gone  # its workers and solver processes ended with it
@@ -159,20 +165,18 @@ def test_ctrl_c_stops_a_run_and_writes_nothing_false(api_env, tmp_path):
     assert states == ["interrupted", "finished"]
 
 
+def sigterm_twice(process) -> None:
+    """SIGTERM to the run's pid alone, then again 0.2 s later."""
+    os.kill(process.pid, signal.SIGTERM)
+    time.sleep(0.2)
+    os.kill(process.pid, signal.SIGTERM)
+
+
 @pytest.mark.slow
 def test_a_second_sigterm_exits_at_once_and_writes_nothing_false(api_env, tmp_path):
-    spec, results = tmp_path / "slow.toml", tmp_path / "results"
-    spec.write_text(SLOW)
-    # SIGTERM to the run's pid alone, then again: the second one exits at once.
-    log = tmp_path / "first.log"
-    first = start(spec, results, api_env, log)
-    wait_rows(results, 0, first, log)
-    os.kill(first.pid, signal.SIGTERM)
-    time.sleep(0.2)
-    os.kill(first.pid, signal.SIGTERM)
-    code, seconds, gone = ended(first, log, 30)
-    assert code == 128 + signal.SIGTERM and limit_held(seconds, 3), log.read_text()[-3000:]
-    assert "Traceback" not in log.read_text() and gone
+    spec, results, code, seconds, gone, output = signalled_midway(tmp_path, api_env, sigterm_twice)
+    assert code == 128 + signal.SIGTERM and limit_held(seconds, 3), output[-3000:]
+    assert "Traceback" not in output and gone
     rerun_finishes_what_is_missing(spec, results, api_env, tmp_path / "rerun.log")
 
 
