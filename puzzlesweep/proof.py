@@ -284,7 +284,7 @@ def recheck(catalog_path: str, proof: Proof, resolve_seconds: float | None = Non
     limit follows from its status, bound and cutoff; the combined bound is what they
     give (min over parts, at most the probe's bound raised) and an `optimal` claim has
     bound = objective; the solution verifies with the claimed objective. With
-    `resolve_seconds`, each part that claims a finite lower limit is solved again (with
+    `resolve_seconds`, each part that claims a lower limit is solved again (with
     its cutoff) and a re-solve that finishes must not contradict it.
 
     What it takes on trust: the engine's statuses and bounds of parts not re-solved, the
@@ -307,7 +307,7 @@ def recheck(catalog_path: str, proof: Proof, resolve_seconds: float | None = Non
         lower, found = _part_problems(p, claimed, row, integral)
         lowers.append(lower)
         problems += found
-        if resolve_seconds and math.isfinite(lower):
+        if resolve_seconds and lower > -math.inf:
             cutoff = json.loads(row["subproblem"])["cutoff"]
             problems += _resolve_problems(proof, model, split, p, cutoff, lower, resolve_seconds)
     problems += _bound_problems(combined, probe, lowers)
