@@ -27,9 +27,9 @@ claims a lower limit is solved again under its cutoff, and a re-solve that finis
 below the claimed limit is a problem.
 
 Taken on trust without `resolve_seconds`: the engine's statuses and dual bounds of the
-parts; always: the probe's dual bound (a proof that needs it says so in `check`'s
-result only if the parts alone fall short), and that the family's symmetries preserve
-its feasible set (tests/test_prove.py checks it for no_k_in_row).
+parts; always: the probe's dual bound (used only where the parts alone fall short),
+and that the family's symmetries preserve its feasible set (tests/test_prove.py checks
+it for no_k_in_row; a `tree:` split uses no symmetry).
 """
 
 import json

@@ -27,7 +27,11 @@ from puzzlesweep.cli.common import (
 from puzzlesweep.core import BadInput, validation_message
 
 SplitOption = Annotated[
-    str, typer.Option(help="The family's split, e.g. 1:0,6 (layers 0 and 6 across axis 1)")
+    str,
+    typer.Option(
+        help="The family's split, e.g. 1:0,6 (layers 0 and 6 across axis 1); lookahead:N, a "
+        "tree of 0/1 fixings with N leaves chosen by LP lookahead; or its tree:... text"
+    ),
 ]
 WidthOption = Annotated[
     int | None, typer.Option(help="Exact counts per group before the tail [default: 4]")
@@ -163,7 +167,7 @@ def _proof(family, params, split, width, solver, time_limit, cutoff):
     from puzzlesweep.proof import Proof
     from puzzlesweep.puzzles import Instance
     from puzzlesweep.solve import check_solver, resolve_solver
-    from puzzlesweep.solvers import Limits
+    from puzzlesweep.solvers import Limits, lookahead
 
     module = puzzles.get(family)
     values = parse_assignments(params or [])
@@ -171,6 +175,9 @@ def _proof(family, params, split, width, solver, time_limit, cutoff):
         raise BadInput("--split is required (e.g. --split 1:0,6 for no_k_in_row)")
     validated = module.Params.model_validate(values)
     engine = resolve_solver(Instance(family, validated), check_solver(family, solver))
+    if split.startswith("lookahead:"):  # the solver chooses: a tree of fixings
+        split = lookahead.resolve(module.model(validated), split)
+        err.print(f"the lookahead split is --split {split}", highlight=False, soft_wrap=True)
     return Proof(
         family,
         validated.model_dump(),
