@@ -36,7 +36,7 @@ from puzzlesweep import __version__, catalog, puzzles
 from puzzlesweep.core import BadInput, make_params
 from puzzlesweep.puzzles import Instance
 from puzzlesweep.solve import MIP_SOLVERS, empty_row, mip_engine, result_fields, verified_fields
-from puzzlesweep.solvers import Limits, highs, relative_gap
+from puzzlesweep.solvers import Limits, highs, lookahead, relative_gap
 from puzzlesweep.solvers import split as splitting
 
 PART_SOLVER = "{}-split-part"  # formatted with the engine's name
@@ -75,20 +75,25 @@ class Proof:
 
 
 def build(proof: Proof) -> tuple[Instance, highs.MipModel, splitting.Split, str]:
-    """(instance, its MIP on its own axes, the split, the split's description). Raises
-    BadInput for bad parameters, a family without `split_model`, a bad split, or a
-    solver that is not a MIP engine."""
+    """(instance, its MIP on its own axes, the split, the split's description): a
+    `tree:` text is a tree of 0/1 fixings (`solvers.lookahead`, any family), any other
+    the family's `split_model`. Raises BadInput for bad parameters, a family without
+    `split_model`, a bad split, or a solver that is not a MIP engine."""
     if proof.solver not in MIP_SOLVERS:
         raise BadInput(f"prove runs {' or '.join(MIP_SOLVERS)}, not {proof.solver!r}")
-    instance = proof.instance
-    family = puzzles.get(proof.family)
-    if not hasattr(family, "split_model"):
-        raise BadInput(f"family {proof.family} has no split (split_model)")
+    instance, family = proof.instance, puzzles.get(proof.family)
+    model = family.model(instance.params)
+    tree = proof.split.startswith("tree:")  # any family: a tree of 0/1 fixings
+    if not tree and not hasattr(family, "split_model"):
+        raise BadInput(f"family {proof.family} has no split (split_model); try a tree:")
     try:
-        split, description = family.split_model(instance.params, proof.split, proof.width)
+        if tree:
+            split, description = lookahead.tree_split(proof.split, model.num_cols)
+        else:
+            split, description = family.split_model(instance.params, proof.split, proof.width)
     except ValueError as exc:
         raise BadInput(str(exc)) from None
-    return instance, family.model(instance.params), split, description
+    return instance, model, split, description
 
 
 def _verified(family, params, result) -> dict:
@@ -284,7 +289,7 @@ def recheck(catalog_path: str, proof: Proof, resolve_seconds: float | None = Non
     limit follows from its status, bound and cutoff; the combined bound is what they
     give (min over parts, at most the probe's bound raised) and an `optimal` claim has
     bound = objective; the solution verifies with the claimed objective. With
-    `resolve_seconds`, each part that claims a finite lower limit is solved again (with
+    `resolve_seconds`, each part that claims a lower limit is solved again (with
     its cutoff) and a re-solve that finishes must not contradict it.
 
     What it takes on trust: the engine's statuses and bounds of parts not re-solved, the
@@ -307,7 +312,7 @@ def recheck(catalog_path: str, proof: Proof, resolve_seconds: float | None = Non
         lower, found = _part_problems(p, claimed, row, integral)
         lowers.append(lower)
         problems += found
-        if resolve_seconds and math.isfinite(lower):
+        if resolve_seconds and lower > -math.inf:
             cutoff = json.loads(row["subproblem"])["cutoff"]
             problems += _resolve_problems(proof, model, split, p, cutoff, lower, resolve_seconds)
     problems += _bound_problems(combined, probe, lowers)

@@ -188,12 +188,41 @@ def covers(split: Split) -> str | None:
             expected = hi + 1
         if expected != len(g) + 1:
             return f"buckets {per} do not reach {len(g)}"
+    if not split.groups:
+        return fixings_cover(split.parts)
     kept = {p.counts for p in split.parts}
     perms = split.permutations or (tuple(range(len(split.groups))),)
     for vector in itertools.product(*split.buckets):
         if not any(tuple(vector[p] for p in pi) in kept for pi in perms):
             return f"bucket vector {vector} and its images are in no part"
     return None
+
+
+def fixings_cover(parts) -> str | None:
+    """None when every 0/1 vector agrees with the fixings of some part (the parts cover
+    {0,1}^n), else a partial assignment that no part covers. Recursive: branch on a
+    column fixed by the first part; linear in the parts for the leaves of a tree."""
+
+    def gap(assignments: list[dict], fixed: dict) -> dict | None:
+        if any(not a for a in assignments):
+            return None
+        if not assignments:
+            return fixed
+        col = next(iter(assignments[0]))
+        for value in (0.0, 1.0):
+            rest = [
+                {c: v for c, v in a.items() if c != col}
+                for a in assignments
+                if a.get(col, value) == value
+            ]
+            if (found := gap(rest, {**fixed, col: value})) is not None:
+                return found
+        return None
+
+    found = gap([dict(p.fixings) for p in parts], {})
+    if found is None:
+        return None
+    return "no part covers " + (" ".join(f"x{c}={int(v)}" for c, v in found.items()) or "anything")
 
 
 def variable_split(columns: list[int]) -> Split:

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 from deltalake import DeltaTable
 
-from puzzlesweep import catalog, puzzles
+from puzzlesweep import catalog, certificate, puzzles
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows.cluster import dask_cluster
 from puzzlesweep.flows.prove import run_prove
@@ -109,6 +109,8 @@ def test_prove_on_a_local_cluster_resumes_and_rechecks(prefect_api, tmp_path):
         assert (report["status"], report["objective"], report["bound"]) == ("optimal", 8.0, 8.0)
         assert report["parts"] == 6 and report["solved"] == 6 and report["missing"] == 0
         assert recheck(str(results), proof) == []
+        document = certificate.export(str(results), proof)  # the file's form, no catalog
+        assert certificate.check(document) == [] and document["claim"]["objective"] == 8
         _, rows = catalog.query(
             results,
             "SELECT solver, count(*), count(subproblem), count(certificate) FROM results "
@@ -222,9 +224,15 @@ def test_prove_runs_are_in_runs_and_a_settled_attempt_starts_nothing(api_env, tm
     assert first.returncode == 0, first.stderr[-2000:]
     assert "status optimal  objective 8" in first.stdout  # seed value: 6x7, k = 5
     assert "Dask scheduler" in first.stderr
-    again = subprocess.run(args, capture_output=True, text=True, env=api_env, cwd=ROOT)
+    # the settled attempt is exported as a certificate file, re-checked from it alone
+    path = str(tmp_path / "cert.json")
+    again = subprocess.run(
+        [*args, "--certificate", path], capture_output=True, text=True, env=api_env, cwd=ROOT
+    )
     assert again.returncode == 0, again.stderr[-2000:]
     assert "Dask scheduler" not in again.stderr and "nothing to solve" in again.stderr
+    assert f"certificate written to {path}" in again.stdout
+    assert certificate.check(certificate.load(path)) == []
     assert "status optimal  objective 8" in again.stdout and "0 solved now" in again.stdout
     _, rows = catalog.query(results, "SELECT solver, count(*) FROM results GROUP BY 1 ORDER BY 1")
     assert rows == [("highs-split", 1), ("highs-split-part", 6)]  # 6 parts up to symmetry

@@ -6,7 +6,8 @@
                     [--memory-limit SIZE] [--retries N] [--dashboard-address HOST:PORT]
     puzzlesweep prove FAMILY key=value ... --split TEXT [--solver S] [--width N] [--time-limit S]
                     [--wall S] [--probe S] [--no-cutoff] [--catalog DIR] [--address A]
-                    [--workers N] [--check]
+                    [--workers N] [--certificate FILE]
+    puzzlesweep prove FAMILY key=value ... --check [--certificate FILE] [--resolve]
     puzzlesweep catalog query "SQL over results, latest, runs" [--catalog DIR]
                     [--format table|csv|json] [--as-of VERSION|TIME]
     puzzlesweep catalog summary [--catalog DIR] [--sweep NAME]
@@ -28,6 +29,7 @@ import sys
 # the commands register as their modules load, in this order in `--help`
 from puzzlesweep.cli import solve  # noqa: F401
 from puzzlesweep.cli import run  # noqa: F401
+from puzzlesweep.cli import prove  # noqa: F401
 from puzzlesweep.cli import catalog  # noqa: F401
 
 # isort: on

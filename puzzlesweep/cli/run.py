@@ -1,11 +1,9 @@
-"""`puzzlesweep run` (a sweep on Dask under Prefect) and `puzzlesweep prove` (one hard
-instance split into parts)."""
+"""`puzzlesweep run` (a sweep on Dask under Prefect)."""
 
 from contextlib import nullcontext
 from typing import Annotated
 
 import typer
-from pydantic import ValidationError
 
 from puzzlesweep import catalog
 from puzzlesweep.cli.common import (
@@ -17,22 +15,18 @@ from puzzlesweep.cli.common import (
     WorkersOption,
     app,
     catalog_errors,
-    cell_text,
     check_catalog_directory,
     check_dashboard_address,
     check_workers,
     err,
     fail,
     out,
-    parse_assignments,
     parse_memory,
     print_rows,
-    refuse_together,
     run_errors,
 )
 from puzzlesweep.cli.display import progress_display, summary_table
 from puzzlesweep.cli.stopping import interruptible
-from puzzlesweep.core import BadInput, validation_message
 
 BatchSizeOption = Annotated[
     int | None, typer.Option(min=1, help="Instances per task [default: auto]")
@@ -196,161 +190,3 @@ def _dry_run(
         if unknown:
             guess += f", plus {unknown} studies without past solve times in the catalog"
     out.print(guess, highlight=False)
-
-
-@app.command()
-def prove(
-    family: Annotated[str, typer.Argument(help="A family with a split, e.g. no_k_in_row")],
-    params: Annotated[list[str] | None, typer.Argument(help="key=value parameters")] = None,
-    split: Annotated[
-        str, typer.Option(help="The family's split, e.g. 1:0,6 (layers 0 and 6 across axis 1)")
-    ] = "",
-    width: Annotated[int, typer.Option(help="Exact counts per group before the tail")] = 4,
-    solver: Annotated[
-        str, typer.Option(help="auto | highs | scip: the engine of every part and the probe")
-    ] = "auto",
-    time_limit: Annotated[float, typer.Option(help="Seconds per part")] = 60.0,
-    wall: Annotated[
-        float | None, typer.Option(help="Seconds for the whole run (no part starts after)")
-    ] = None,
-    probe: Annotated[
-        float, typer.Option(help="Seconds of a direct solve first, for an incumbent")
-    ] = 0.0,
-    cutoff: Annotated[bool, typer.Option(help="Parts look only below the incumbent")] = True,
-    location: CatalogOption = None,
-    address: AddressOption = None,
-    workers: WorkersOption = None,
-    check: Annotated[
-        bool, typer.Option(help="Only re-check the stored certificate of this split")
-    ] = False,
-    dashboard_address: DashboardOption = None,
-) -> None:
-    """Prove one instance's optimum by splitting its MIP into parts solved on Dask.
-
-    Every finished part is written to the catalog at once, so a re-run of the same
-    split solves only the missing parts; the combined row holds the certificate."""
-    from puzzlesweep import puzzles
-    from puzzlesweep.proof import build
-
-    catalog_path = location or catalog.default_catalog()
-    try:
-        _refuse_prove_conflicts(address, workers, check, wall, probe)
-        proof = _proof(family, params, split, width, solver, time_limit, cutoff)
-        if wall is not None and wall <= 0:
-            raise BadInput(f"--wall must be > 0 seconds, got {wall}")
-        if probe < 0:
-            raise BadInput(f"--probe must be >= 0 seconds, got {probe}")
-        check_workers(workers)
-        dashboard_address = dashboard_address or DASHBOARD_DEFAULT
-        check_dashboard_address(dashboard_address, bind=not address)
-        build(proof)
-        catalog.check_writable(catalog_path)
-    except ValidationError as exc:
-        raise fail(f"{family}: {validation_message(exc, puzzles.get(family).Params)}") from None
-    except (BadInput, ValueError) as exc:
-        raise fail(f"{family}: {exc}") from None
-    if check:
-        _print_recheck(catalog_path, proof)
-        return
-    report = _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard_address)
-    _print_report(f"{family} {' '.join(params or [])} split {split}", proof, report)
-
-
-def _print_report(title: str, proof, report: dict) -> None:
-    """One line for a finished `prove` run: the combined row's status and figures, and
-    where its parts came from (the catalog, solved now, missing)."""
-    out.print(
-        f"{title} (key {proof.key}, {proof.solver}): "
-        f"status {report['status']}  objective {cell_text(report['objective'])}  "
-        f"bound {cell_text(report['bound'])}  parts {report['parts']} "
-        f"({report['stored']} from the catalog, {report['solved']} solved now, "
-        f"{report['missing']} missing; {report['closed']} closed, {report['at_limit']} "
-        "stopped at a limit)  "
-        f"{report['seconds']:.1f} s",
-        highlight=False,
-    )
-
-
-def _refuse_prove_conflicts(address, workers, check: bool, wall, probe: float) -> None:
-    """Raise BadInput naming two `prove` options that do not go together: a cluster's
-    address with a local cluster's size, or `--check` (which solves nothing) with any
-    option about solving."""
-    refuse_together(
-        {"--address": address, "--workers": workers},
-        "--workers sizes a local cluster, and --address uses a cluster already started",
-    )
-    for option, value in (
-        ("--wall", wall),
-        ("--probe", probe or None),
-        ("--address", address),
-        ("--workers", workers),
-    ):
-        refuse_together(
-            {"--check": check, option: value},
-            "--check only re-reads the stored certificate, it solves nothing",
-        )
-
-
-def _proof(family, params, split, width, solver, time_limit, cutoff):
-    """The `proof.Proof` of `prove`'s arguments, its engine resolved for the instance.
-
-    Raises BadInput for an unknown family, a missing `--split` or a bad solver, and
-    pydantic's ValidationError for bad parameters."""
-    from puzzlesweep import puzzles
-    from puzzlesweep.proof import Proof
-    from puzzlesweep.puzzles import Instance
-    from puzzlesweep.solve import check_solver, resolve_solver
-    from puzzlesweep.solvers import Limits
-
-    module = puzzles.get(family)
-    values = parse_assignments(params or [])
-    if not split:
-        raise BadInput("--split is required (e.g. --split 1:0,6 for no_k_in_row)")
-    validated = module.Params.model_validate(values)
-    engine = resolve_solver(Instance(family, validated), check_solver(family, solver))
-    return Proof(
-        family,
-        validated.model_dump(),
-        split,
-        width,
-        Limits(time_limit),
-        cutoff=cutoff,
-        solver=engine,
-    )
-
-
-def _print_recheck(catalog_path: str, proof) -> None:
-    """`prove --check`: print each problem of the stored certificate (exit 1 if any),
-    or one line saying it holds."""
-    from puzzlesweep.proof import recheck
-
-    problems = recheck(catalog_path, proof)
-    for problem in problems:
-        err.print(f"certificate: {problem}", highlight=False, markup=False)
-    if problems:
-        raise typer.Exit(1)
-    out.print(f"certificate {proof.key} in {catalog_path} holds", highlight=False)
-
-
-def _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard_address) -> dict:
-    """Run the attempt on the cluster at `address` (checked first: a port that accepts
-    and never answers exits 2 in 10 s) or on a local one of `workers` (default: the
-    cores), announcing its links on stderr; returns `flows.prove.run_prove`'s report.
-    A run's failures exit as `run_errors` says."""
-    from puzzlesweep.flows.cluster import probe_scheduler, quiet_dask
-    from puzzlesweep.flows.prove import run_prove
-
-    quiet_dask()
-    with run_errors():
-        if address:
-            probe_scheduler(address)
-        return run_prove(
-            proof,
-            catalog_path,
-            address,
-            workers or CORES,
-            probe,
-            wall,
-            dashboard_address,
-            announce=lambda line: err.print(line, highlight=False, soft_wrap=True),
-        )

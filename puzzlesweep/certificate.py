@@ -1,0 +1,257 @@
+"""Certificates of split proofs as self-contained JSON files, re-checked without a catalog.
+
+A split proof (`puzzlesweep.proof`) leaves its evidence in the catalog: one row per part
+and a combined row. `export` gathers that evidence into one JSON document that anyone
+can audit with this module alone (`check`), and `write` / `load` keep it in a file
+(`puzzlesweep prove ... --certificate FILE`; the files under `certificates/` are such
+documents). The document (format `FORMAT`):
+
+    format, puzzlesweep_version, written_at
+    family, params, split, width, solver, key     the attempt (`proof.Proof`)
+    description, parts_total_before_symmetry, symmetries
+    claim     {status, objective, bound, solution}: the combined result; solution is
+              the family's encoding of the best solution found
+    probe     {status, objective, bound} of the direct solve, or null
+    parts     one per part of the split: {index, label, counts, fixings, status,
+              objective, bound, cutoff, lower, solver_version, seconds, nodes}
+
+What `check` re-derives from the document alone: the split, from (family, params,
+split, width) by the family's own `split_model`, must list exactly the parts of the
+document (labels, counts, fixings) and cover every case up to its symmetries
+(`solvers.split.covers`); each part's lower limit must follow from its status, dual
+bound and cutoff (`solvers.split.part_lower`); the claimed bound must be no more than
+the least lower limit (raised to the probe's bound), and an `optimal` claim needs that
+bound to reach its objective; the solution must verify with the claimed objective by
+the family's verifier (independent of the MIP). With `resolve_seconds`, each part that
+claims a lower limit is solved again under its cutoff, and a re-solve that finishes
+below the claimed limit is a problem.
+
+Taken on trust without `resolve_seconds`: the engine's statuses and dual bounds of the
+parts; always: the probe's dual bound (used only where the parts alone fall short),
+and that the family's symmetries preserve its feasible set (tests/test_prove.py checks
+it for no_k_in_row; a `tree:` split uses no symmetry).
+"""
+
+import json
+import math
+from datetime import UTC, datetime
+from pathlib import Path
+
+from puzzlesweep import __version__, puzzles
+from puzzlesweep.core import BadInput
+from puzzlesweep.proof import Proof, build, stored
+from puzzlesweep.solve import mip_engine, verified_fields
+from puzzlesweep.solvers import Limits
+from puzzlesweep.solvers import split as splitting
+
+FORMAT = "puzzlesweep-certificate/1"
+PART_FIELDS = ("index", "label", "counts", "fixings", "status", "bound", "cutoff", "lower")
+TOP_FIELDS = ("format", "family", "params", "split", "width", "solver", "key", "claim", "parts")
+
+
+def _json_number(value: float) -> float | str:
+    """JSON has no infinities: ±inf as the strings "inf" / "-inf"."""
+    return value if math.isfinite(value) else ("inf" if value > 0 else "-inf")
+
+
+def _number(value: float | str | None) -> float:
+    """The inverse of `_json_number`; None is −inf (nothing proven)."""
+    return -math.inf if value is None else float(value)
+
+
+def _rounded(seconds: float | None) -> float | None:
+    """Seconds to the millisecond (a certificate's times are for reading, not checking)."""
+    return None if seconds is None else round(seconds, 3)
+
+
+def export(catalog_path: str, proof: Proof) -> dict:
+    """The certificate document of attempt `proof` from the catalog at `catalog_path`
+    (its newest part rows, probe and combined row; module docstring). Raises BadInput
+    when the catalog holds no combined row of the attempt."""
+    _, _, split, description = build(proof)
+    parts, probe, combined = stored(catalog_path, proof)
+    if combined is None:
+        raise BadInput(f"no combined row of attempt {proof.key} in {catalog_path}: prove it first")
+    cert = json.loads(combined["certificate"])
+    listed = []
+    for p in split.parts:
+        row = parts.get(p.index)
+        handle = json.loads(row["subproblem"]) if row else {}
+        listed.append(
+            {
+                "index": p.index,
+                "label": p.label,
+                "counts": [list(c) for c in p.counts],
+                "fixings": [list(f) for f in p.fixings],
+                "status": row["status"] if row else None,
+                "objective": row["objective"] if row else None,
+                "bound": row["bound"] if row else None,
+                "cutoff": handle.get("cutoff"),
+                "lower": handle.get("lower", "-inf"),
+                "solver_version": row["solver_version"] if row else None,
+                "seconds": _rounded(row["solve_seconds"]) if row else None,
+                "nodes": row["nodes"] if row else None,
+            }
+        )
+    return {
+        "format": FORMAT,
+        "puzzlesweep_version": __version__,
+        "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "family": proof.family,
+        "params": proof.instance.params.model_dump(),
+        "split": proof.split,
+        "width": proof.width,
+        "solver": proof.solver,
+        "key": proof.key,
+        "description": description,
+        "parts_total_before_symmetry": cert["parts_total_before_symmetry"],
+        "symmetries": cert["symmetries"],
+        "claim": {k: combined[k] for k in ("status", "objective", "bound", "solution")},
+        "probe": {k: probe[k] for k in ("status", "objective", "bound")} if probe else None,
+        "parts": listed,
+    }
+
+
+def write(path: str | Path, document: dict) -> None:
+    """Write `document` to `path` as indented JSON (one part per line, so a diff of two
+    certificates reads part by part). Raises OSError when it cannot be written."""
+    parts = ",\n".join("    " + json.dumps(p, separators=(",", ":")) for p in document["parts"])
+    head = json.dumps({k: v for k, v in document.items() if k != "parts"}, indent=2)
+    Path(path).write_text(f'{head[:-2]},\n  "parts": [\n{parts}\n  ]\n}}\n')
+
+
+def load(path: str | Path) -> dict:
+    """The certificate document in the file `path`. Raises BadInput when the file is
+    missing or unreadable, is not JSON, is not of format `FORMAT`, or lacks a field."""
+    try:
+        document = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise BadInput(f"certificate {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise BadInput(f"certificate {path} is not JSON: {exc}") from None
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise BadInput(f"certificate {path} is not a {FORMAT} document")
+    missing = [f for f in TOP_FIELDS if f not in document]
+    if not isinstance(document.get("parts"), list) or not isinstance(document.get("claim"), dict):
+        missing.append("parts (a list) and claim (an object)")
+    for i, part in enumerate(document.get("parts") or []):
+        lacking = [f for f in PART_FIELDS if not isinstance(part, dict) or f not in part]
+        missing += [f"parts[{i}].{f}" for f in lacking]
+    if missing:
+        raise BadInput(f"certificate {path} lacks {', '.join(missing)}")
+    return document
+
+
+def proof_of(document: dict, limits: Limits | None = None) -> Proof:
+    """The attempt a certificate document is about (`limits`: per part when re-solved).
+    Raises BadInput for an unknown family, bad parameters or a bad split."""
+    try:
+        proof = Proof(
+            document["family"],
+            dict(document["params"]),
+            str(document["split"]),
+            int(document["width"]),
+            limits or Limits(60.0),
+            solver=str(document["solver"]),
+        )
+        proof.instance  # noqa: B018 (validates the parameters)
+    except (KeyError, TypeError, ValueError) as exc:  # pydantic's errors are ValueErrors
+        raise BadInput(f"the certificate's instance or split is not valid: {exc}") from None
+    return proof
+
+
+def check(document: dict, resolve_seconds: float | None = None) -> list[str]:
+    """The problems of a certificate document (empty: it holds); see the module
+    docstring for what is re-derived and what is trusted. Raises BadInput as
+    `proof_of` does."""
+    proof = proof_of(document)
+    _, model, split, _ = build(proof)  # BadInput for a bad split or engine
+    problems = []
+    if document["key"] != proof.key:
+        problems.append(f"key {document['key']} is not the key {proof.key} of this attempt")
+    problems += _split_problems(split, document["parts"])
+    integral = splitting.integral_objective(model)
+    lowers = []
+    for part, claimed in zip(split.parts, document["parts"], strict=False):
+        lower = splitting.part_lower(
+            claimed["status"] or "error", claimed["bound"], claimed["cutoff"], integral
+        )
+        lowers.append(lower)
+        if lower != _number(claimed["lower"]):
+            problems.append(
+                f"part {part.index} ({part.label}): lower limit {claimed['lower']} claimed, "
+                f"{_json_number(lower)} follows from its status {claimed['status']}, "
+                f"bound {claimed['bound']} and cutoff {claimed['cutoff']}"
+            )
+        elif resolve_seconds and lower > -math.inf:
+            problems += _resolve(proof, model, split, part, claimed, resolve_seconds, integral)
+    problems += _claim_problems(document, lowers[: len(split.parts)])
+    return problems + _solution_problems(proof, document["claim"])
+
+
+def _split_problems(split: splitting.Split, listed: list[dict]) -> list[str]:
+    """Whether the document lists the very parts the split gives (labels, counts and
+    fixings, in order) and whether they cover every case up to the symmetries."""
+    problems = []
+    expected = [
+        (p.label, [list(c) for c in p.counts], [list(f) for f in p.fixings]) for p in split.parts
+    ]
+    for i, part in enumerate(listed[: len(expected)]):
+        got = (part["label"], part["counts"], [list(f) for f in part["fixings"]])
+        if part["index"] != i or got != expected[i]:
+            problems.append(f"part {i}: {part['label']!r} is not part {i} of the split")
+    if len(listed) != len(expected):
+        problems.append(f"{len(listed)} parts listed, the split has {len(expected)}")
+    if (why := splitting.covers(split)) is not None:
+        problems.append(f"the split does not cover the space: {why}")
+    return problems
+
+
+def _resolve(proof, model, split, part, claimed, seconds, integral) -> list[str]:
+    """Solve `part` again for `seconds` under its cutoff: a finished re-solve below the
+    claimed lower limit is a problem (the limit would not be true)."""
+    again = mip_engine(proof.solver).solve(
+        splitting.restrict(model, split, part, claimed["cutoff"]), Limits(seconds)
+    )
+    true_lower = splitting.part_lower(again.status, again.bound, claimed["cutoff"], integral)
+    if again.status in ("optimal", "infeasible") and true_lower < _number(claimed["lower"]) - 1e-6:
+        return [
+            f"part {part.index} ({part.label}): re-solved to {_json_number(true_lower)}, "
+            f"below the claimed lower limit {claimed['lower']}"
+        ]
+    return []
+
+
+def _claim_problems(document: dict, lowers: list[float]) -> list[str]:
+    """Whether the claim asks no more than the parts prove: its bound is at most the
+    least lower limit (raised to the probe's bound), and `optimal` needs that bound to
+    reach the objective."""
+    claim, probe = document["claim"], document.get("probe")
+    bound = min(lowers) if lowers else -math.inf
+    if probe and probe.get("bound") is not None:
+        bound = max(bound, math.ceil(probe["bound"] - 1e-6))
+    if claim["status"] == "optimal":
+        if claim["objective"] is None or bound < claim["objective"] - 1e-6:
+            return [
+                f"optimal claimed with objective {claim['objective']}, "
+                f"but the parts prove only {_json_number(bound)}"
+            ]
+    elif claim["bound"] is not None and claim["bound"] > bound + 1e-6:
+        return [f"bound {claim['bound']} claimed, the parts prove {_json_number(bound)}"]
+    return []
+
+
+def _solution_problems(proof: Proof, claim: dict) -> list[str]:
+    """Whether the claimed solution decodes and verifies with the claimed objective
+    (the family's own verifier); an objective without a solution is a problem."""
+    if claim.get("solution") is None:
+        return (
+            [] if claim.get("objective") is None else ["an objective is claimed without a solution"]
+        )
+    family = puzzles.get(proof.family)
+    try:
+        solution = family.decode(claim["solution"])
+    except ValueError as exc:
+        return [f"the solution does not decode: {exc}"]
+    checked = verified_fields(family, proof.instance.params, solution, claim["objective"])
+    return [f"the solution does not verify: {checked['error']}"] if checked["error"] else []
