@@ -18,6 +18,13 @@ Sharded (`--sharded N`): the same search sharded by key over Dask workers
 and then of 2, side by side: wall time, their ratio, peak RSS of each worker process
 (ru_maxrss, its imports included) and the layers; the run folders are temporary.
 
+Sweep (`--sweep N`): every start hole's own fewest moves, the last peg anywhere, as a
+user runs it: `puzzlesweep.sweep` of the spec `sweeps/peg_t8_min_moves.toml` (side N,
+`start = "all"`, `question = ["min_moves"]`, 900 s per instance) on 2 local workers at the
+engine's default memory limit (4 GiB), into a temporary catalog; prints each start
+class's row (status, fewest moves, bound, seconds) and the sweep's wall time, against
+the 15-minute target of issue 23.
+
 Each run is a child process under an address-space limit of `--memory` GiB (RLIMIT_AS;
 the engine's own limit is 1 GiB less, so it stops with a row, not a crash), so its
 peak RSS (ru_maxrss) is its own. The engine logs each layer to stderr. Every solution
@@ -137,6 +144,40 @@ def compare(side: int, memory: int) -> None:
     print(f"T_{side}: 1 worker / 2 workers wall time = {ratio:.2f}", flush=True)
 
 
+def sweep_starts(side: int) -> None:
+    """`sweep` of every start of T_side (the spec of `sweeps/peg_t8_min_moves.toml` with
+    `side` set), its rows printed per start class, the wall time last."""
+    import tomllib
+    from pathlib import Path
+
+    import puzzlesweep
+    from puzzlesweep.catalog import query
+
+    spec = tomllib.loads((Path(__file__).parents[1] / "sweeps/peg_t8_min_moves.toml").read_text())
+    spec["study"][0]["grid"]["side"] = side
+    with tempfile.TemporaryDirectory(prefix="peg-sweep-") as catalog:
+        started = time.perf_counter()
+        report = puzzlesweep.sweep(spec, catalog, workers=2)
+        wall = time.perf_counter() - started
+        _, rows = query(
+            catalog,
+            "SELECT start, status, objective, bound, solve_seconds, error FROM results"
+            " WHERE NOT equivalent ORDER BY start",
+        )
+    for start, status, objective, bound, seconds, error in rows:
+        print(
+            f"  start {start}: {status}, {objective} moves, bound {bound}, {seconds:.1f} s"
+            + (f" ({error})" if error else ""),
+            flush=True,
+        )
+    proven = all(row[1] == "optimal" for row in rows)
+    print(
+        f"T_{side}, every start: {report['counts']}, all proven {proven}; "
+        f"sweep wall time {wall:.0f} s (target 900 s)",
+        flush=True,
+    )
+
+
 def child(kind: str, side: int, limit: float, memory: int) -> None:
     """Run one measurement under the address-space limit and print it as JSON."""
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
@@ -176,11 +217,14 @@ def main() -> None:
     parser.add_argument("--limit", type=float, default=900.0, help="seconds per run")
     parser.add_argument("--memory", type=float, default=12.0, help="GiB per run")
     parser.add_argument("--sharded", type=int, help="side: the sharded search, 1 vs 2 workers")
+    parser.add_argument("--sweep", type=int, help="side: every start's fewest moves, a sweep")
     parser.add_argument("--one", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     memory = int(args.memory * 2**30)
     if args.sharded:  # parts of at most 4 GiB: each worker stays under 6 GB
         return compare(args.sharded, min(memory, frontier.MEMORY))
+    if args.sweep:
+        return sweep_starts(args.sweep)
     if args.one:
         return child(args.one[0], int(args.one[1]), args.limit, memory)
     runs = [("fewest", s) for s in args.sides if not args.solve] + [

@@ -120,3 +120,34 @@ def test_engines_compiling_one_cold_cache_at_once_give_the_known_answers(tmp_pat
     expected.append([4, "optimal", 9, True, None])
     assert answers == [expected] * 3
     assert any((tmp_path / "numba").rglob("*.nbi"))  # the cache was written
+
+
+def test_the_backward_side_starts_from_the_goals_of_the_start_class():
+    # G. I. Bell, "Solving Triangular Peg Solitaire", JIS 11 (2008) 08.4.8: the jumps
+    # keep the position class; on T_8 the one-peg boards of hole 5's class are the
+    # holes 1, 5, 7, 10, ... (every third hole along each row, by hand as in
+    # test_position_classes_of_the_triangle of test_peg_engine.py), 12 of 36.
+    one = moves._reachable_goals(engine.problem(8, [4], None, "min_moves"))
+    holes = [g.bit_length() for g in one.goals]
+    assert holes == [1, 5, 7, 10, 13, 17, 20, 22, 25, 28, 31, 34]
+    everything = engine.problem(8, list(range(36)), None, "min_moves")
+    assert moves._reachable_goals(everything) is everything  # every class has a start
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+def test_looking_several_layers_ahead_finds_a_solution_or_proves_there_is_none(depth):
+    # T_6 from the corner: 10 moves, none of 9 (test_peg_engine.py's values recorded
+    # from the earlier numpy engine). The last `depth` layers looked up at once from
+    # the whole of the layer before: a common position at target 10, none at 9.
+    problem = moves._reachable_goals(engine.problem(6, [0], None, "min_moves"))
+    for target, found in ((9, False), (10, True)):
+        budget = Budget(Limits(60), MEMORY)
+        forward = moves._Side(problem, False, target)
+        backward = moves._Side(problem, True, target)
+        while len(forward.levels) - 1 + len(backward.levels) - 1 < target - depth:
+            forward.levels.append(moves._grow(forward, backward, budget, 0)[0])
+        ahead = moves._ahead(forward, backward, budget, 1.0, depth)
+        assert (ahead is not None) == found
+        if found:
+            key, d, chunks = ahead
+            assert len(chunks) == depth - 1 and len(forward.levels) - 1 + depth + d == target

@@ -61,7 +61,11 @@ position of every move is stored: T_8 over all starts ran out of 6 GiB after 77 
 states, where the move layers here hold a few million); meeting in the middle through
 the complement of a position (the reverse game is the game on the complement board for
 single jumps, but it turns a move into jumps by different tokens, so move counts are
-not preserved); pagoda functions as cuts (not needed for the sizes measured so far).
+not preserved); pagoda functions as cuts (weights p >= 0 with p(a) + p(b) >= p(c) on
+every rule: a board whose weight is below every goal's cannot reach one; J. D.
+Beasley, "The Ins and Outs of Peg Solitaire", 1985; on 300 boards sampled from forward
+layer 10 of T_8 from hole 5, a linear programme per board found no such weights for
+any: the boards of the middle game still hold too many tokens).
 """
 
 import logging

@@ -7,7 +7,11 @@ in d moves. Each step expands the side whose next layer costs less (measured on 
 sample), keeps the children new to that side and looks them up in every layer of the
 other side. Radii a and b without a common position prove that no solution has a + b
 moves or fewer; the first common position found gives a solution of exactly the bound.
-A depth-first dive first gives an incumbent (what a time limit reports).
+A depth-first dive first gives an incumbent (what a time limit reports). The backward
+side starts only from the goals in a start's position class (the others never meet
+it). Before the last layers of a target are built, a part of the layer before is
+searched down to the end chunk by chunk (`_ahead`), holding no layer: where solutions
+are many, one is met there without the largest layers ever being built.
 """
 
 import logging
@@ -20,12 +24,23 @@ from .. import Limits, SolverResult
 from .depth_first import solvable
 from .kernels import board_keys, difference, distinct, expand, member, union
 from .layers import CHUNK, Budget, Stop, fill, meet, walk
-from .problem import LayeredProblem, bound_of, key_tables, move_tables, prune_table
+from .problem import (
+    LayeredProblem,
+    bound_of,
+    invariants,
+    key_tables,
+    move_tables,
+    position_class,
+    prune_table,
+)
 
 #: The part of the last kept layer of a target whose grandchildren are looked up at
 #: once (`_ahead`) before the next layer is built: a solution is usually met there; a
 #: target without one loses this share of a layer's work.
 AHEAD_SHARE = 0.05
+#: The most layers `_ahead` looks down at once (on AHEAD_SHARE of the layer, divided by
+#: the branching factor for each level past two, so each try costs about as much).
+AHEAD_DEPTH = 3
 #: Positions expanded to estimate the cost of expanding a layer.
 SAMPLE = 512
 #: `min_moves` first dives depth-first for an incumbent with this share of the time
@@ -133,36 +148,42 @@ def _grow(
 
 
 def _ahead(
-    side: _Side, other: _Side, budget: Budget, share: float = 1.0
-) -> tuple[np.ndarray, int, np.ndarray] | None:
-    """The last two layers of a target at once, neither kept: the children of each
-    chunk of `side`'s last layer, and at once their children, looked up in `other`.
-    Returns (the common key, its distance in `other`, the chunk's children: the layer
-    the walk back passes through), or None when no position is common. The chunk's
-    children may repeat across chunks or lie in earlier layers: a superset, so nothing
-    is missed, and the first chunks usually meet when solutions are many. `share`: the
-    part of the last layer to try (None then proves nothing unless it is 1)."""
+    side: _Side, other: _Side, budget: Budget, share: float = 1.0, depth: int = 2
+) -> tuple[np.ndarray, int, list[np.ndarray]] | None:
+    """The last `depth` layers of a target at once, none kept: the children of each
+    chunk of `side`'s last layer, depth first their children chunk by chunk, and the
+    deepest looked up in `other` (memory: one buffer per level, not a layer). Returns
+    (the common key, its distance in `other`, the chunks it came through from the
+    layer's children on: the layers the walk back passes through), or None when no
+    position is common. A chunk's children may repeat across chunks or lie in earlier
+    layers: a superset, so nothing is missed. `share`: the part of the last layer to try
+    (None then proves nothing unless it is 1); the first chunks usually meet when
+    solutions are many."""
     frontier = side.levels[-1]
-    buffer = np.empty(CHUNK, np.uint64)
-    inner = np.empty(CHUNK, np.uint64)
-    room = side.target - len(side.levels)
     frontier = frontier[: max(1, int(len(frontier) * share))]
+    room = side.target - len(side.levels)
+    return _dive(side, other, budget, frontier, depth, room, 0)
+
+
+def _dive(side, other, budget: Budget, boards, depth: int, room: int, held: int):
+    """`_ahead` below one chunk: the children of `boards` (pruned against `room` moves
+    left), `depth` levels deep; `held`: bytes the levels above hold."""
+    buffer = np.empty(CHUNK, np.uint64)
     at = 0
-    while at < len(frontier):
-        budget.check(buffer.nbytes + inner.nbytes)
+    while at < len(boards):
+        budget.check(held + buffer.nbytes)
         buffer, written, at = fill(
-            budget, frontier, at, buffer, side.tables, side.maps, side.prune, room
+            budget, boards, at, buffer, side.tables, side.maps, side.prune, room
         )
-        middle = distinct(buffer[:written])
-        inside = 0
-        while inside < len(middle):
-            budget.check(buffer.nbytes + inner.nbytes + middle.nbytes)
-            inner, made, inside = fill(
-                budget, middle, inside, inner, side.tables, side.maps, side.prune, room - 1
-            )
-            part = distinct(inner[:made])
+        part = distinct(buffer[:written])
+        if depth == 1:
             if (found := meet(part, other.levels)) is not None:
-                return (*found, middle)
+                return (*found, [])
+            continue
+        below = held + buffer.nbytes + part.nbytes
+        if (found := _dive(side, other, budget, part, depth - 1, room - 1, below)) is not None:
+            key, d, chunks = found
+            return key, d, [part, *chunks]
     return None
 
 
@@ -210,6 +231,7 @@ def min_moves(problem: LayeredProblem, budget: Budget, result: SolverResult) -> 
     result.bound = 0.0
     if not _incumbent(problem, budget, result):
         return
+    problem = _reachable_goals(problem)
     forward = prune_table(problem, 1)
     target = max(1, min(bound_of(s, forward) for s in problem.starts))
     if set(problem.starts) & set(problem.goals):
@@ -233,6 +255,19 @@ def min_moves(problem: LayeredProblem, budget: Budget, result: SolverResult) -> 
         result.extra["peak_bytes"] = budget.peak
 
 
+def _reachable_goals(problem: LayeredProblem) -> LayeredProblem:
+    """`problem` with only the goals in the position class of some start (the GF(2)
+    invariants, `problem.invariants`; G. I. Bell, "Solving Triangular Peg Solitaire",
+    JIS 11 (2008) 08.4.8): a backward search from another class's goal never meets a
+    forward position, and on a one-vacancy triangle start two goals in three are such."""
+    basis = invariants(problem.rules, problem.size)
+    classes = {position_class(s, basis) for s in problem.starts}
+    goals = tuple(g for g in problem.goals if position_class(g, basis) in classes)
+    if len(goals) == len(problem.goals) or not goals:
+        return problem
+    return replace(problem, goals=goals, tables={})
+
+
 def _attempt(problem, budget: Budget, result: SolverResult, target: int, attempts) -> bool:
     """One target of `min_moves`; True (and the result filled) when a solution of
     `target` moves is found."""
@@ -249,14 +284,16 @@ def _attempt(problem, budget: Budget, result: SolverResult, target: int, attempt
                 "no solution of %d moves (%.1f s)", target, time.perf_counter() - budget.started
             )
             return False
-        grow_forward = forward.cost() <= backward.cost()
+        costs = forward.cost(), backward.cost()
+        grow_forward = costs[0] <= costs[1]
         side, other = (forward, backward) if grow_forward else (backward, forward)
-        found = None
-        if reached + 2 == target:  # try the last two layers at once on a part of it
-            found = _ahead(side, other, budget, AHEAD_SHARE)
+        found, left = None, target - reached
+        if 2 <= left <= AHEAD_DEPTH:  # the last layers at once, on a part of this one
+            branching = max(1.0, min(costs) / max(1, len(side.levels[-1])))
+            found = _ahead(side, other, budget, AHEAD_SHARE / branching ** (left - 2), left)
         if found is not None:
             met, d, middle = found
-            side.levels.append(middle)  # only for the walk back
+            side.levels.extend(middle)  # only for the walk back
             a, b = (len(side.levels), d) if grow_forward else (d, len(side.levels))
             break
         final = reached + 1 >= target  # the last layer of this target: only looked up
