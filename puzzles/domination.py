@@ -29,11 +29,11 @@ Second method: `exhaustive(p)`, iterative deepening over the number of pieces th
 branches on the squares covering the first square left uncovered (skipping squares
 attacked by a placed piece in the independent variant); for boards of at most 36 squares.
 
-Measured (benchmarks/README.md): HiGHS with one thread proves knights n×n for n = 1..16
-(A006075) in 494 s in all, 16×16 (40) in 281 s, with its own symmetry detection on;
-SCIP proves 14..17 in 0.29-0.50 of HiGHS's time (17×17: 407 s, 15,244 nodes), hence
-`auto_solver`; the region cuts took 14×14 from 5,577 nodes to 3,440 with HiGHS and from
-841 to 248 with SCIP, hence on by default from REGION_MIN_SQUARES.
+Engines and cuts were chosen by measurement (benchmarks/README.md, "Two engines: HiGHS
+and SCIP" and "Stronger knights models"): SCIP proves the larger knights boards in a
+fraction of HiGHS's time, hence `auto_solver`; the region cuts cut the nodes of 14×14
+by about a third with HiGHS and by more with SCIP, hence on by default from
+REGION_MIN_SQUARES.
 
 Roads not taken: symmetry-breaking rows (`symmetry_rows`: half-counts under the
 reflections, the diagonal under the transpose; measured no faster than HiGHS's own

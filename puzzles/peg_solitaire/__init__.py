@@ -59,11 +59,10 @@ The engine reproduces the fewest moves over all starts (OEIS A127500) for T_4..T
 
 Roads not taken: a MIP over time-indexed jumps as the second method (the enumeration is
 simpler and also answers `reachable`); a Python uniform-cost search over (board, last
-peg) (437 s for T_6's five start classes) and a Python depth-first search for sides
-9-12 (the compiled engine covers them up to T_10); a layered numpy programme over
-(board, last peg) by single jumps (T_7 in 164 s and 1.3 GB, T_8 out of 6 GiB after
-77 M states: every intermediate position of every move is a state, where layers by
-whole moves hold far fewer); meeting in the middle through the complement board (the
+peg) and a Python depth-first search for sides 9-12 (both far slower than the compiled
+engine); a layered numpy programme over (board, last peg) by single jumps (every
+intermediate position of every move is a state, where layers by whole moves hold far
+fewer: it ran out of memory on T_8; figures in benchmarks/README.md, peg_bench.py); meeting in the middle through the complement board (the
 reverse game is the game on the complement for single jumps, but it breaks a move into
 jumps by different pegs); pagoda functions as cuts (the Merson regions sufficed for
 T_8; the next step for T_9); counting positions up to symmetry in `reachable` (exact

@@ -56,9 +56,9 @@ extra = {"forward": layer sizes, "backward": layer sizes} or {"states": ...}.
 
 Roads not taken: a hash set per layer (sorted arrays are half the memory and give the
 set difference and the look-ups by merging or binary search); a dynamic programme over
-(board, last token) by single rules (every intermediate
-position of every move is stored: T_8 over all starts ran out of 6 GiB after 77 million
-states, where the move layers here hold a few million); meeting in the middle through
+(board, last token) by single rules (every intermediate position of every move is
+stored, many times the states of the move layers here: it ran out of memory on T_8 over
+all starts; benchmarks/README.md, peg_bench.py); meeting in the middle through
 the complement of a position (the reverse game is the game on the complement board for
 single jumps, but it turns a move into jumps by different tokens, so move counts are
 not preserved); pagoda functions as cuts (weights p >= 0 with p(a) + p(b) >= p(c) on
