@@ -65,9 +65,10 @@ intermediate position of every move is a state, where layers by whole moves hold
 fewer: it ran out of memory on T_8; figures in benchmarks/README.md, peg_bench.py);
 meeting in the middle through the complement board (the reverse game is the game on the
 complement for single jumps, but it breaks a move into jumps by different pegs); pagoda
-functions as cuts (the Merson regions sufficed for T_8; the next step for T_9); counting positions up to symmetry in `reachable` (exact
-positions are what a player counts); one module for rules, engine and drawings (they
-change for different reasons: a new question, a faster engine, a clearer figure).
+functions as cuts (the Merson regions sufficed for T_8; the next step for T_9); counting
+positions up to symmetry in `reachable` (exact positions are what a player counts); one
+module for rules, engine and drawings (they change for different reasons: a new
+question, a faster engine, a clearer figure).
 """
 
 from typing import Any, Literal
