@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/mip_bench.py                    # knights 12..14, 6×7×6, 3^3
     .venv/bin/python benchmarks/mip_bench.py --only nok --cap 60
     .venv/bin/python benchmarks/mip_bench.py --only knights --knights 12..15 --cap 300
+    .venv/bin/python benchmarks/mip_bench.py --only nok --dims 10,10 --k 3 --variants sub-box
 
 For each instance and each variant the script builds the family's model (timing the
 build, which includes any starting incumbent), solves it with HiGHS under `--cap`

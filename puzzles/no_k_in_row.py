@@ -20,6 +20,10 @@ Sub-box cuts: for every strict sub-box B whose optimum h(B) is proven (`SUBBOX_O
 Σ_{cell∈B} x >= h(B), valid since B's windows are windows of the box. The LP alone is
 weak (x = 1/k everywhere gives cells/k: 50.4 on 6×7×6); with the 5×5×5, 5×5×6 and
 5×5×7 cuts HiGHS reaches a dual bound of 55 on 6×7×6 within 60 s, against 53 without.
+For k = 3 in 2-D the gap is wider still (10×10: LP 33.3, optimum 48), and the cuts of
+every a×b board up to 9×10 (`THREE_IN_ROW`) let SCIP prove 10×10 (48 removed, 52 kept:
+OEIS A181018) several times faster (benchmarks/README.md: mip_bench.py --only nok
+--dims 10,10 --k 3).
 Start: `model` hands HiGHS the best periodic removal pattern (`start_solution`: remove
 the cells with a·x ≡ c mod k, repaired greedily where a window is missed, pruned, and
 checked by `verify`): optimal at once on 2-D boards with k = 5 (6×7 → 8, 13×17 → 44),
@@ -37,8 +41,8 @@ each reflection, a diagonal under the swap of equal sides; measured on 6×7×6 t
 the 60 s bound at 55, as HiGHS's own symmetry detection does, and cost nodes; kept behind
 `model(p, symmetry=True)`); the local-search start by default (seconds on every 3-D
 model, in sweeps outside the time limit, for no better bound at 60 s); clique or lifted
-cuts on overlapping windows; 2-D sub-box cuts (in 2-D, cells/k already lies within one
-of the optimum, so they cut nothing off).
+cuts on overlapping windows; 2-D sub-box cuts for k = 5 (there cells/k already lies
+within one of the optimum, so they cut nothing off).
 """
 
 import itertools
@@ -98,11 +102,27 @@ class Params(_Params):
         return k
 
 
-#: Proven optima of small boxes, keyed by (k, sorted dims), used as sub-box cuts. Each
-#: was proven optimal by this module's own MIP with HiGHS (the smaller ones re-proven in
-#: tests/test_families.py, 5×5×7 in the slow tests), using only cuts of strictly smaller
-#: boxes, so the chain of proofs is sound.
-SUBBOX_OPTIMA = MappingProxyType({(5, (5, 5, 5)): 28, (5, (5, 5, 6)): 34, (5, (5, 5, 7)): 40})
+#: Proven optima of no three in a row on a×b boards, 3 <= a <= b <= 10 (a×b != 10×10),
+#: each proven optimal by this module's own MIP with SCIP in order of area, using only
+#: the cuts of strictly smaller boards (so the chain of proofs is sound); the squares
+#: agree with OEIS A181018 (n² minus 6, 9, 16, 20, 26, 36, 42 kept for n = 3..9).
+#: tests/test_families.py re-proves the small ones, the slow tests the largest.
+THREE_IN_ROW = {
+    (3, 3): 3, (3, 4): 5, (3, 5): 6, (3, 6): 8, (3, 7): 9, (3, 8): 10, (3, 9): 12,
+    (3, 10): 13, (4, 4): 7, (4, 5): 8, (4, 6): 11, (4, 7): 12, (4, 8): 14, (4, 9): 16,
+    (4, 10): 18, (5, 5): 9, (5, 6): 13, (5, 7): 15, (5, 8): 16, (5, 9): 20, (5, 10): 22,
+    (6, 6): 16, (6, 7): 19, (6, 8): 22, (6, 9): 25, (6, 10): 28, (7, 7): 23, (7, 8): 26,
+    (7, 9): 30, (7, 10): 33, (8, 8): 28, (8, 9): 34, (8, 10): 38, (9, 9): 39, (9, 10): 43,
+}  # fmt: skip
+
+#: Proven optima of small boxes, keyed by (k, sorted dims), used as sub-box cuts. The
+#: k = 5 boxes were proven optimal by this module's own MIP with HiGHS (the smaller ones
+#: re-proven in tests/test_families.py, 5×5×7 in the slow tests), using only cuts of
+#: strictly smaller boxes, so the chain of proofs is sound; k = 3: `THREE_IN_ROW`.
+SUBBOX_OPTIMA = MappingProxyType(
+    {(5, (5, 5, 5)): 28, (5, (5, 5, 6)): 34, (5, (5, 5, 7)): 40}
+    | {(3, shape): h for shape, h in THREE_IN_ROW.items()}
+)
 
 #: The box size from which `auto` picks SCIP.
 AUTO_SCIP_CELLS = 36

@@ -173,11 +173,17 @@ def check(document: dict, resolve_seconds: float | None = None) -> list[str]:
     integral = splitting.integral_objective(model)
     lowers = []
     for part, claimed in zip(split.parts, document["parts"], strict=False):
-        lower = splitting.part_lower(
-            claimed["status"] or "error", claimed["bound"], claimed["cutoff"], integral
-        )
+        try:
+            lower = splitting.part_lower(
+                claimed["status"] or "error", claimed["bound"], claimed["cutoff"], integral
+            )
+            stated = _number(claimed["lower"])
+        except (TypeError, ValueError) as exc:  # a number that is not one
+            lowers.append(-math.inf)
+            problems.append(f"part {part.index} ({part.label}): not a number: {exc}")
+            continue
         lowers.append(lower)
-        if lower != _number(claimed["lower"]):
+        if lower != stated:
             problems.append(
                 f"part {part.index} ({part.label}): lower limit {claimed['lower']} claimed, "
                 f"{_json_number(lower)} follows from its status {claimed['status']}, "

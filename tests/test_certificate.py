@@ -90,6 +90,12 @@ def test_tampered_certificates_are_refused_naming_what_is_wrong():
     [problem] = tampered(other_solution)
     assert problem.startswith("the solution does not verify: verifier: ")
 
+    def text_bound(d):
+        d["parts"][5]["bound"] = "eight"
+
+    problems = tampered(text_bound)
+    assert problems[0].startswith("part 5 (g0=1 g1=1): not a number")
+
 
 def test_a_tampered_file_exits_1_and_a_bad_file_exits_2(tmp_path):
     document = certificate.load(SHIPPED / "no_k_in_row-6x7-k5.json")

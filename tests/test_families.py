@@ -13,7 +13,7 @@ from puzzlesweep.puzzles import (
     peg_solitaire,
 )
 from puzzlesweep.solve import solve_instance
-from puzzlesweep.solvers import Limits
+from puzzlesweep.solvers import Limits, highs, scip
 
 
 def solve(family: str, **raw) -> dict:
@@ -75,6 +75,38 @@ def test_subbox_optima_reprove():
     for dims, value in [([5, 5, 5], 28), ([5, 6, 5], 34)]:
         row = solve("no_k_in_row", dims=dims, k=5)
         assert (row["status"], row["objective"]) == ("optimal", value)
+
+
+def test_three_in_a_row_board_optima_reprove_and_cut():
+    # no_k_in_row.THREE_IN_ROW, k = 3: the boards up to 7×7 re-proven by the model with
+    # only the cuts of strictly smaller boards (the squares: OEIS A181018, 9, 16, 20, 26
+    # kept on 4×4..7×7); the rest in the slow tests.
+    for (a, b), value in no_k_in_row.THREE_IN_ROW.items():
+        if a * b <= 49:
+            row = solve("no_k_in_row", dims=[a, b], k=3)
+            assert (row["status"], row["objective"]) == ("optimal", value), (a, b)
+    # the cuts lift 7×7's root LP bound from 49/3 to 21 (optimum 23)
+    p = no_k_in_row.Params(dims=[7, 7], k=3)
+    for cuts, bound in ((False, 49 / 3), (True, 21.0)):
+        model = no_k_in_row.model(p, start=False, cuts=cuts)
+        model.integral = [False] * model.num_cols
+        assert highs.solve(model, Limits(10)).objective == pytest.approx(bound)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("a", "b"), [(8, 9), (8, 10), (9, 9), (9, 10)])
+def test_three_in_a_row_large_board_optima_reprove(a, b):
+    result = scip.solve(no_k_in_row.model(no_k_in_row.Params(dims=[a, b], k=3)), Limits(900))
+    assert (result.status, result.objective) == ("optimal", no_k_in_row.THREE_IN_ROW[a, b])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("n", "removed"), [(10, 48), (11, 57)])
+def test_no_three_in_a_row_10x10_and_11x11(n, removed):
+    # OEIS A181018: 52 and 64 stones kept on 10×10 and 11×11 with no 3 in a row, so
+    # 48 and 57 removed (SCIP with the board cuts: 18 s and 50 s of CPU measured).
+    result = scip.solve(no_k_in_row.model(no_k_in_row.Params(dims=[n, n], k=3)), Limits(1800))
+    assert (result.status, result.objective, result.bound) == ("optimal", removed, removed)
 
 
 @pytest.mark.slow

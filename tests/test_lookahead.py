@@ -15,9 +15,9 @@ from puzzlesweep.solvers import split as splitting
 NOK = puzzles.get("no_k_in_row")
 
 
-def test_a_lookahead_tree_proves_six_by_six_no_three_in_a_row():
-    # OEIS A181018: 20 stones kept on 6×6 with no three in a row, so 36 − 20 = 16 removed
-    model = NOK.model(NOK.Params(dims=[6, 6], k=3))
+def test_a_lookahead_tree_proves_seven_by_seven_no_three_in_a_row():
+    # OEIS A181018: 26 stones kept on 7×7 with no three in a row, so 49 − 26 = 23 removed
+    model = NOK.model(NOK.Params(dims=[7, 7], k=3))
     text = lookahead.resolve(model, "lookahead:6")
     assert text == lookahead.resolve(model, "lookahead:6")  # deterministic: a stable key
     split, _ = lookahead.tree_split(text, model.num_cols)
@@ -27,14 +27,14 @@ def test_a_lookahead_tree_proves_six_by_six_no_three_in_a_row():
     assert "no part covers" in splitting.covers(
         splitting.Split((), split.parts[1:], len(split.parts) - 1)
     )
-    proof = Proof("no_k_in_row", {"dims": [6, 6], "k": 3}, text, 1, Limits(30))
+    proof = Proof("no_k_in_row", {"dims": [7, 7], "k": 3}, text, 1, Limits(30))
     rows = []
     for part in split.parts:  # the cutoff from the best part so far, as the flow does
         best = best_row(rows)
         cutoff = None if best is None else best["objective"] - 1
         rows.append(solve_one(proof, part.index, cutoff, proof.limits, "t"))
     combined = combined_row(proof, dict(enumerate(rows)), None, "t")
-    assert (combined["status"], combined["objective"], combined["bound"]) == ("optimal", 16, 16)
+    assert (combined["status"], combined["objective"], combined["bound"]) == ("optimal", 23, 23)
     # the certificate of a tree split re-derives its parts from the tree text alone
     document = _document(proof, rows, combined)
     assert certificate.check(document) == []
@@ -87,7 +87,9 @@ def test_tree_texts_are_checked():
             build(Proof("no_k_in_row", {"dims": [6, 6], "k": 3}, text, 1, Limits(1)))
     with pytest.raises(ValueError, match="needs N in 1..4096"):
         lookahead.resolve(NOK.model(NOK.Params(dims=[6, 6], k=3)), "lookahead:0")
-    # 6×7, k = 5: the LP bound 8.4 already exceeds the cutoff 7 (start 8): one leaf
+    # 6×7, k = 5 and 6×6, k = 3 (with its sub-board cuts): the root LP bound already
+    # exceeds the start's cutoff (8.4 > 7, 16 > 15), so the tree is one leaf
+    assert lookahead.resolve(NOK.model(NOK.Params(dims=[6, 6], k=3)), "lookahead:8") == "tree:."
     model = NOK.model(NOK.Params(dims=[6, 7], k=5))
     assert lookahead.resolve(model, "lookahead:8") == "tree:."
     # a tree split works for a family without split_model (knights domination)

@@ -102,7 +102,7 @@ def prove(
         _print_recheck(catalog_path, proof, resolve_seconds)
         return
     report = _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard_address)
-    _print_report(f"{family} {' '.join(params or [])} split {split}", proof, report)
+    _print_report(f"{family} {' '.join(params or [])} split {proof.split}", proof, report)
     if certificate:
         _write_certificate(catalog_path, proof, certificate)
 
