@@ -51,8 +51,7 @@ _STATUS = {
     highspy.HighsModelStatus.kTimeLimit: "time_limit",
     highspy.HighsModelStatus.kSolutionLimit: "node_limit",
     highspy.HighsModelStatus.kIterationLimit: "node_limit",
-    highspy.HighsModelStatus.kInterrupt: "time_limit",
-}
+}  # anything else, kInterrupt included, is an error: never a limit that did not hold
 
 
 def solve(model: MipModel, limits: Limits) -> SolverResult:

@@ -4,7 +4,9 @@
 `SolverResult` fields and statuses: SCIP runs sequentially (its branch and bound has one
 thread; `lp/threads` is set from the limits, 1 by default), on the wall clock, with its
 output off, the relative and absolute gap limits at 0, under the time limit and the
-optional node limit. A `model.start` is checked against the model and handed to SCIP
+optional node limit, and deaf to Ctrl-C (`misc/catchctrlc` off: a signal sent to a run's
+process group does not cut a solve short; SCIP's `userinterrupt` would be an `error`,
+never a limit that did not hold). A `model.start` is checked against the model and handed to SCIP
 as a starting incumbent (`extra["start_used"]` says whether SCIP accepted it). The
 objective and the dual bound are reported by the rule HiGHS's are (`mip.reported_values`:
 rounded with an integral objective).
@@ -47,8 +49,7 @@ _STATUS = {
     "nodelimit": "node_limit",
     "totalnodelimit": "node_limit",
     "stallnodelimit": "node_limit",
-    "userinterrupt": "time_limit",
-}
+}  # anything else, "userinterrupt" included, is an error: never a limit that did not hold
 
 
 def _build(model: MipModel, limits: Limits) -> tuple[pyscipopt.Model, list]:
@@ -58,6 +59,9 @@ def _build(model: MipModel, limits: Limits) -> tuple[pyscipopt.Model, list]:
     m = pyscipopt.Model()
     m.hideOutput()
     m.setParam("timing/clocktype", 2)  # wall clock
+    # A Ctrl-C meant for the run (sent to its process group) must not cut a solve short:
+    # the run decides what its interruption means.
+    m.setParam("misc/catchctrlc", False)
     m.setParam("limits/time", float(limits.time_limit))
     m.setParam("limits/gap", 0.0)
     m.setParam("limits/absgap", 0.0)

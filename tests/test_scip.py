@@ -2,6 +2,7 @@
 
 import json
 import math
+import time
 
 import pytest
 
@@ -247,3 +248,33 @@ def test_region_cuts_keep_every_optimal_cover():
     p = domination.Params(rows=6, cols=6)
     found = scip.count(domination.model(p, regions=True), 8, domination.symmetries(p))
     assert (found.solutions, found.inequivalent) == (127, 23)
+
+
+#: A child that ignores SIGINT (as a process started in the background does), solves the
+#: open 6×7×6 box (k = 5) with SCIP for 4 s and prints its status and seconds.
+DEAF_CHILD = """
+import json, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+from puzzlesweep.puzzles import no_k_in_row
+from puzzlesweep.solvers import Limits, scip
+model = no_k_in_row.model(no_k_in_row.Params(dims=(6, 7, 6), k=5))
+print("solving", flush=True)
+result = scip.solve(model, Limits(4))
+print(json.dumps([result.status, result.seconds]), flush=True)
+"""
+
+
+def test_a_ctrl_c_sent_to_the_run_does_not_cut_a_scip_solve_short():
+    import signal
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", DEAF_CHILD], stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline() == "solving\n"
+    for _ in range(3):  # SCIP's own handler (misc/catchctrlc) would stop at the first
+        time.sleep(0.5)
+        child.send_signal(signal.SIGINT)
+    status, seconds = json.loads(child.stdout.readline())
+    assert child.wait(60) == 0
+    # The solve ran to its 4 s limit (a lower limit: no machine is faster than the clock).
+    assert status == "time_limit" and seconds >= 3.9
