@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import CLI, ROOT, limit_held
+from .conftest import CLI, ROOT, cli, limit_held
 from .test_faults import GIB, SLOW, children_peak_bytes
 
 
@@ -360,3 +360,18 @@ def test_a_dashboard_address_that_cannot_be_bound_is_one_line_before_any_run_row
         expected = "--dashboard-address 8.8.8.8:80: cannot be bound here"
         assert line.startswith("error: ") and expected in line, line
     assert not (tmp_path / "results").exists()  # no run row, nothing written
+
+
+def test_a_certificate_that_cannot_be_written_is_refused_before_any_part(tmp_path):
+    results = tmp_path / "results"
+    for target, why in [
+        (tmp_path / "missing" / "c.json", "does not exist or is not writable"),
+        (tmp_path, "is a directory, not a file"),
+    ]:
+        done = cli("prove", "no_k_in_row", "dims=5,6", "k=4", "--certificate", str(target),
+                   "--catalog", str(results))  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.strip() == f"error: no_k_in_row: --certificate {target}: " + (
+            why if why.startswith("is") else f"the folder {target.parent} {why}"
+        )
+    assert not results.exists()  # nothing solved, nothing written

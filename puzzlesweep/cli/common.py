@@ -58,7 +58,7 @@ DASHBOARD_DEFAULT = "127.0.0.1:8787"
 DashboardOption = Annotated[
     str | None,
     typer.Option(
-        help="Local cluster's Dask dashboard, HOST:PORT (0: any free port) "
+        help="Local cluster's Dask dashboard, HOST:PORT (HOST:0: any free port) "
         f"[default: {DASHBOARD_DEFAULT}]"
     ),
 ]

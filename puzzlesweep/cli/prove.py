@@ -90,6 +90,8 @@ def prove(
         if check and certificate:
             _print_file_check(family, params, split, width, resolve_seconds, certificate)
             return
+        if certificate and not check:
+            _check_certificate_target(certificate)
         width = 4 if width is None else width
         proof = _proof(family, params, split, width, solver, time_limit, cutoff)
         dashboard_address = dashboard_address or DASHBOARD_DEFAULT
@@ -238,6 +240,22 @@ def _params_text(params: dict) -> str:
     return " ".join(
         f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in params.items()
     )
+
+
+def _check_certificate_target(path: str) -> None:
+    """Raise BadInput, before any work, when the certificate cannot be written at `path`
+    (a directory, or a folder that does not exist or cannot be written to)."""
+    import os
+    from pathlib import Path
+
+    target = Path(path)
+    folder = target.parent
+    if target.is_dir():
+        raise BadInput(f"--certificate {path}: is a directory, not a file")
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise BadInput(
+            f"--certificate {path}: the folder {folder} does not exist or is not writable"
+        )
 
 
 def _write_certificate(catalog_path: str, proof, path: str) -> None:
