@@ -21,8 +21,11 @@ document (labels, counts, fixings) and cover every case up to its symmetries
 (`solvers.split.covers`); each part's lower limit must follow from its status, dual
 bound and cutoff (`solvers.split.part_lower`); the claimed bound must be no more than
 the least lower limit (raised to the probe's bound), and an `optimal` claim needs that
-bound to reach its objective; the solution must verify with the claimed objective by
-the family's verifier (independent of the MIP). With `resolve_seconds`, each part that
+bound to reach its objective and its bound to equal it, an `infeasible` claim needs
+every part infeasible without a cutoff, and nothing proven may exceed the objective of
+the claimed solution; the solution must verify with the claimed objective by the
+family's verifier (independent of the MIP). `load` first checks every field's type
+(statuses from `solvers.STATUSES`, JSON numbers that are finite and at most 1e15). With `resolve_seconds`, each part that
 claims a lower limit is solved again under its cutoff, and a re-solve that finishes
 below the claimed limit is a problem.
 
@@ -36,17 +39,67 @@ import json
 import math
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from puzzlesweep import __version__, puzzles
 from puzzlesweep.core import BadInput
 from puzzlesweep.proof import Proof, build, stored
 from puzzlesweep.solve import mip_engine, verified_fields
-from puzzlesweep.solvers import Limits
+from puzzlesweep.solvers import STATUSES, Limits
 from puzzlesweep.solvers import split as splitting
 
 FORMAT = "puzzlesweep-certificate/1"
-PART_FIELDS = ("index", "label", "counts", "fixings", "status", "bound", "cutoff", "lower")
-TOP_FIELDS = ("format", "family", "params", "split", "width", "solver", "key", "claim", "parts")
+
+#: A number of a certificate: a JSON number (not a string, not a boolean), finite and of a
+#: size an objective or bound can have; "inf" / "-inf" where a limit may be infinite.
+Number = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=-1e15, le=1e15)]
+Limit = Number | Literal["inf", "-inf"]
+Status = Literal[STATUSES]
+
+
+class _Entry(BaseModel):
+    """The fields of a certificate that `check` reads (others are kept, not read)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class _Claim(_Entry):
+    status: Status
+    objective: Number | None
+    bound: Number | None
+    solution: StrictStr | None
+
+
+class _Probe(_Entry):
+    status: Status | None = None
+    objective: Number | None = None
+    bound: Number | None = None
+
+
+class _Part(_Entry):
+    index: StrictInt
+    label: StrictStr
+    counts: list[list[StrictInt]]
+    fixings: list[list[StrictInt]]
+    status: Status | None
+    bound: Number | None
+    cutoff: Number | None
+    lower: Limit
+
+
+class _Document(_Entry):
+    format: Literal[FORMAT]
+    family: StrictStr
+    params: dict
+    split: StrictStr
+    width: StrictInt
+    solver: StrictStr
+    key: StrictStr
+    claim: _Claim
+    probe: _Probe | None = None
+    parts: list[_Part]
 
 
 def _json_number(value: float) -> float | str:
@@ -120,9 +173,25 @@ def write(path: str | Path, document: dict) -> None:
     Path(path).write_text(f'{head[:-2]},\n  "parts": [\n{parts}\n  ]\n}}\n')
 
 
+def _where(loc: tuple) -> str:
+    """A pydantic error location as a field path: ("parts", 0, "bound") -> parts[0].bound
+    (a union's branch names, such as "float", are left out)."""
+    path = ""
+    for step in loc:
+        if isinstance(step, int):
+            path += f"[{step}]"
+        elif step in _Document.model_fields or any(
+            step in m.model_fields for m in (_Claim, _Probe, _Part)
+        ):
+            path += f".{step}" if path else step
+    return path
+
+
 def load(path: str | Path) -> dict:
     """The certificate document in the file `path`. Raises BadInput when the file is
-    missing or unreadable, is not JSON, is not of format `FORMAT`, or lacks a field."""
+    missing or unreadable, is not JSON, is not of format `FORMAT`, or a field is missing
+    or of the wrong type (a status outside `STATUSES`, a number that is a string, not
+    finite or beyond 1e15), naming the field."""
     try:
         document = json.loads(Path(path).read_text())
     except OSError as exc:
@@ -131,14 +200,15 @@ def load(path: str | Path) -> dict:
         raise BadInput(f"certificate {path} is not JSON: {exc}") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise BadInput(f"certificate {path} is not a {FORMAT} document")
-    missing = [f for f in TOP_FIELDS if f not in document]
-    if not isinstance(document.get("parts"), list) or not isinstance(document.get("claim"), dict):
-        missing.append("parts (a list) and claim (an object)")
-    for i, part in enumerate(document.get("parts") or []):
-        lacking = [f for f in PART_FIELDS if not isinstance(part, dict) or f not in part]
-        missing += [f"parts[{i}].{f}" for f in lacking]
-    if missing:
-        raise BadInput(f"certificate {path} lacks {', '.join(missing)}")
+    try:
+        _Document.model_validate(document)
+    except ValidationError as exc:
+        errors = exc.errors()
+        missing = [_where(e["loc"]) for e in errors if e["type"] == "missing"]
+        if missing:
+            raise BadInput(f"certificate {path} lacks {', '.join(missing)}") from None
+        wrong = [f"{_where(e['loc'])}: {e['msg']}" for e in errors[:3]]
+        raise BadInput(f"certificate {path}: {'; '.join(wrong)}") from None
     return document
 
 
@@ -229,22 +299,34 @@ def _resolve(proof, model, split, part, claimed, seconds, integral) -> list[str]
 
 
 def _claim_problems(document: dict, lowers: list[float]) -> list[str]:
-    """Whether the claim asks no more than the parts prove: its bound is at most the
-    least lower limit (raised to the probe's bound), and `optimal` needs that bound to
-    reach the objective."""
+    """Whether the claim asks no more than the parts prove (the least lower limit, raised
+    to the probe's bound) and says nothing the parts contradict: its bound is at most
+    that (and equals its objective when `optimal`), `optimal` needs that bound to reach
+    the objective, `infeasible` needs every part infeasible without a cutoff (a limit of
+    +inf) and no objective, and no objective lies below what is proven."""
     claim, probe = document["claim"], document.get("probe")
-    bound = min(lowers) if lowers else -math.inf
+    proven = min(lowers) if lowers else -math.inf
     if probe and probe.get("bound") is not None:
-        bound = max(bound, math.ceil(probe["bound"] - 1e-6))
-    if claim["status"] == "optimal":
-        if claim["objective"] is None or bound < claim["objective"] - 1e-6:
-            return [
-                f"optimal claimed with objective {claim['objective']}, "
-                f"but the parts prove only {_json_number(bound)}"
-            ]
-    elif claim["bound"] is not None and claim["bound"] > bound + 1e-6:
-        return [f"bound {claim['bound']} claimed, the parts prove {_json_number(bound)}"]
-    return []
+        proven = max(proven, math.ceil(probe["bound"] - 1e-6))
+    status, objective, bound = claim["status"], claim["objective"], claim["bound"]
+    problems = []
+    if status == "infeasible" and (proven != math.inf or objective is not None):
+        problems.append(f"infeasible claimed, but the parts prove only {_json_number(proven)}")
+    if status == "optimal" and (objective is None or proven < objective - 1e-6):
+        problems.append(
+            f"optimal claimed with objective {objective}, but the parts prove only "
+            f"{_json_number(proven)}"
+        )
+    if status == "optimal" and bound is not None and bound != objective:
+        problems.append(f"optimal claimed with objective {objective} but bound {bound}")
+    if status != "optimal" and bound is not None and bound > proven + 1e-6:
+        problems.append(f"bound {bound} claimed, the parts prove {_json_number(proven)}")
+    if objective is not None and proven > objective + 1e-6:
+        problems.append(
+            f"the parts and the probe prove {_json_number(proven)}, above the objective "
+            f"{objective} of the claimed solution: a part's or the probe's limit is false"
+        )
+    return problems
 
 
 def _solution_problems(proof: Proof, claim: dict) -> list[str]:

@@ -135,3 +135,47 @@ def test_write_then_load_round_trips(tmp_path):
     certificate.write(tmp_path / "c.json", document)
     assert certificate.load(tmp_path / "c.json") == document
     assert Path(tmp_path / "c.json").read_text().count("\n") < 60  # one line per part
+
+
+def test_a_claim_the_parts_contradict_is_refused():
+    def infeasible(d):  # the parts prove 8 and a solution of 8 is listed
+        d["claim"].update(status="infeasible", objective=None, bound=None, solution=None)
+
+    assert tampered(infeasible) == ["infeasible claimed, but the parts prove only 8"]
+
+    def higher_bound(d):
+        d["claim"]["bound"] = 9
+
+    assert tampered(higher_bound) == ["optimal claimed with objective 8 but bound 9"]
+
+    def probe_above(d):  # a probe's dual bound above the verified solution's value
+        d["probe"] = {"status": "time_limit", "objective": 8, "bound": 100}
+        d["claim"]["bound"] = 8
+
+    assert tampered(probe_above) == [
+        "the parts and the probe prove 100, above the objective 8 of the claimed solution: "
+        "a part's or the probe's limit is false"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (lambda d: d["claim"].update(status="bogus"), "claim.status: Input should be 'optimal'"),
+        (lambda d: d["parts"][5].update(bound="8"), "parts[5].bound: Input should be a valid"),
+        (lambda d: d["parts"][5].update(cutoff="nan"), "parts[5].cutoff: Input should be a"),
+        (lambda d: d["claim"].update(objective=10**400), "claim.objective: Input should be"),
+        (lambda d: d["parts"][2].update(lower=1e300), "parts[2].lower: Input should be"),
+        (lambda d: d.update(probe="x"), "probe: Input should be a valid dictionary"),
+        (lambda d: d["claim"].update(solution=5), "claim.solution: Input should be a valid str"),
+        (lambda d: d["params"].update(k="5") or d.update(width="3"), "width: Input should be"),
+    ],
+)
+def test_a_field_of_the_wrong_type_is_one_line_naming_it(tmp_path, change, named):
+    document = certificate.load(SHIPPED / "no_k_in_row-6x7-k5.json")
+    change(document)
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(BadInput) as error:
+        certificate.load(path)
+    assert f"certificate {path}: {named}" in str(error.value)
