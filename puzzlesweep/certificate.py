@@ -15,9 +15,9 @@ documents). The document (format `FORMAT`):
     parts     one per part of the split: {index, label, counts, fixings, status,
               objective, bound, cutoff, lower, solver_version, seconds, nodes}
 
-What `check` re-derives from the document alone: the split, from (family, params,
-split, width) by the family's own `split_model`, must list exactly the parts of the
-document (labels, counts, fixings) and cover every case up to its symmetries
+What `check` re-derives from the document alone: the split, from (family, params, split,
+width) by the family's own `split_model`, must list exactly the parts of the document
+(labels, counts, fixings) and cover every case up to its symmetries
 (`solvers.split.covers`); each part's lower limit must follow from its status, dual
 bound and cutoff (`solvers.split.part_lower`); the claimed bound must be no more than
 the least lower limit (raised to the probe's bound), and an `optimal` claim needs that
@@ -25,9 +25,9 @@ bound to reach its objective and its bound to equal it, an `infeasible` claim ne
 every part infeasible without a cutoff, and nothing proven may exceed the objective of
 the claimed solution; the solution must verify with the claimed objective by the
 family's verifier (independent of the MIP). `load` first checks every field's type
-(statuses from `solvers.STATUSES`, JSON numbers that are finite and at most 1e15). With `resolve_seconds`, each part that
-claims a lower limit is solved again under its cutoff, and a re-solve that finishes
-below the claimed limit is a problem.
+(statuses from `solvers.STATUSES`, JSON numbers that are finite and at most 1e15). With
+`resolve_seconds`, each part that claims a lower limit is solved again under its cutoff,
+and a re-solve that finishes below the claimed limit is a problem.
 
 Taken on trust without `resolve_seconds`: the engine's statuses and dual bounds of the
 parts; always: the probe's dual bound (used only where the parts alone fall short),
