@@ -1,10 +1,10 @@
 """No k in a row: remove the fewest stones from a full box so no k remain in a line.
 
 Sources: the five-in-a-row removal problem (k = 5: 6×7 → 8, 13×17 → 44 with 556
-windows; 6×7×6 with 524 windows is open here between 56, SCIP's dual bound after 120 s,
-and 63, the removal kept in tests/test_families.py; benchmarks/README.md); for k = 3 on
-n×n boards, OEIS A181018 gives the most stones kept (9×9: 42 kept, 39 removed, proven by
-SCIP in a slow test).
+windows; 6×7×6 with 524 windows is open: its best removal, 63, is kept in
+tests/test_families.py, and the dual bounds reached are in benchmarks/README.md); for
+k = 3 on n×n boards, OEIS A181018 gives the most stones kept (9×9: 42 kept, 39 removed,
+proven by SCIP in a slow test).
 
 Vocabulary (cells row-major, 0-based):
 - box: dimensions (d_1, ..., d_D); every cell starts with a stone.
@@ -18,8 +18,8 @@ Vocabulary (cells row-major, 0-based):
 MIP: x[cell] = 1 if removed; Σ_{cell∈w} x >= 1 for every window w; minimise Σ x.
 Sub-box cuts: for every strict sub-box B whose optimum h(B) is proven (`SUBBOX_OPTIMA`),
 Σ_{cell∈B} x >= h(B), valid since B's windows are windows of the box. The LP alone is
-weak (x = 1/k everywhere gives cells/k: 50.4 on 6×7×6); with the 5×5×5, 5×5×6 and
-5×5×7 cuts HiGHS reaches a dual bound of 55 on 6×7×6 within 60 s, against 53 without.
+weak (x = 1/k everywhere gives cells/k: 50.4 on 6×7×6); the 5×5×5, 5×5×6 and 5×5×7
+cuts raise the dual bound HiGHS reaches on 6×7×6 (benchmarks/README.md).
 For k = 3 in 2-D the gap is wider still (10×10: LP 33.3, optimum 48), and the cuts of
 every a×b board up to 9×10 (`THREE_IN_ROW`) let SCIP prove 10×10 (48 removed, 52 kept:
 OEIS A181018) several times faster (benchmarks/README.md: mip_bench.py --only nok
@@ -27,8 +27,8 @@ OEIS A181018) several times faster (benchmarks/README.md: mip_bench.py --only no
 Start: `model` hands HiGHS the best periodic removal pattern (`start_solution`: remove
 the cells with a·x ≡ c mod k, repaired greedily where a window is missed, pruned, and
 checked by `verify`): optimal at once on 2-D boards with k = 5 (6×7 → 8, 13×17 → 44),
-68 on 6×7×6, where `start_solution(p, SEARCH_MOVES)` (a seeded local search, 5-27 s)
-reaches 64 deterministically; HiGHS alone held 65 after 60 s.
+68 on 6×7×6, where `start_solution(p, SEARCH_MOVES)` (a seeded local search of a few
+seconds) reaches 64 deterministically, better than HiGHS's own incumbent after a minute.
 
 Symmetry: permuting the axes of a box, or dropping a side of length 1 (no window of
 k >= 2 runs along it), gives the same windows, so `canonical(p)` sorts the sides of
@@ -38,9 +38,9 @@ the cells of the first window left whole; for boxes of at most 24 cells.
 
 Roads not taken: symmetry-breaking rows by default (`symmetry_rows`: half-counts under
 each reflection, a diagonal under the swap of equal sides; measured on 6×7×6 they leave
-the 60 s bound at 55, as HiGHS's own symmetry detection does, and cost nodes; kept behind
+the bound where HiGHS's own symmetry detection does, and cost nodes; kept behind
 `model(p, symmetry=True)`); the local-search start by default (seconds on every 3-D
-model, in sweeps outside the time limit, for no better bound at 60 s); clique or lifted
+model, in sweeps outside the time limit, for no better bound); clique or lifted
 cuts on overlapping windows; 2-D sub-box cuts for k = 5 (there cells/k already lies
 within one of the optimum, so they cut nothing off).
 """
@@ -129,11 +129,10 @@ AUTO_SCIP_CELLS = 36
 
 
 def auto_solver(p: Params) -> str:
-    """The engine `auto` runs (canonical p), from benchmarks/README.md (mip_bench.py
-    --only auto): SCIP from AUTO_SCIP_CELLS cells on (k = 3: 9×9 in 10.1 s against
-    39.1 s, 7×7 and 8×8 in under half HiGHS's time; 3-D even or better except 4×4×4,
-    k = 3, within noise; 6×7×6's bound at 120 s: benchmarks/README.md), HiGHS below (both
-    take hundredths of a second there)."""
+    """The engine `auto` runs (canonical p): SCIP from AUTO_SCIP_CELLS cells on, where it
+    proved the k = 3 boards in a fraction of HiGHS's time and the 3-D boxes as fast or
+    faster, HiGHS below, where both take hundredths of a second (benchmarks/README.md,
+    "`auto`: the table behind each family's choice")."""
     return "scip" if math.prod(p.dims) >= AUTO_SCIP_CELLS else "highs"
 
 
@@ -218,8 +217,8 @@ def subbox_cuts(dims: tuple[int, ...], k: int) -> list[tuple[list[int], int]]:
 
 #: `start_solution` is skipped beyond this many cells (its greedy repair grows with the
 #: box). SEARCH_MOVES: the local search that takes 6×7×6 from 68 to 64 removals within
-#: its first 2,620 moves; 4,000 moves took 5-12 s on the shared 2-core machine, too long
-#: for every model, so `model` asks for none unless told.
+#: its first 2,620 moves; 4,000 moves take seconds, too long for every model, so `model`
+#: asks for none unless told.
 #: START_FORMS: at most this many linear forms are tried (there are (k-1)^(D-1)).
 START_MAX_CELLS, START_FORMS, SEARCH_MOVES = 5000, 64, 4000
 
