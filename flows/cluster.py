@@ -363,7 +363,7 @@ class PuzzleWorker(WorkerPlugin):
 
     def setup(self, worker) -> None:
         """Hold the solver children, install the filter and import Prefect's task engine
-        (about 2 s, once)."""
+        (once per worker)."""
         self.children = Children()
         quiet_closed_heartbeats()
         try:

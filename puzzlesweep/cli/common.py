@@ -155,7 +155,7 @@ def run_errors():
 
 
 #: Seconds between the first Ctrl-C (or SIGTERM) and the exit that follows it whatever
-#: is still closing (the issue's bound is 10 s).
+#: is still closing (docs/operations.md promises an exit within 10 s).
 DASHBOARD_ADDRESS = re.compile(r"^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):(\d{1,5})$")
 
 
