@@ -4,6 +4,7 @@ found an incumbent first (under load, or while a cold numba cache compiles, it d
 not); and several engines compiling one cold cache at once give the known answers."""
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -151,3 +152,12 @@ def test_looking_several_layers_ahead_finds_a_solution_or_proves_there_is_none(d
         if found:
             key, d, chunks = ahead
             assert len(chunks) == depth - 1 and len(forward.levels) - 1 + depth + d == target
+
+
+def test_the_goals_of_t9_are_never_expanded_backward():
+    # T_9 over all starts: a lone peg walking back over an empty board of 45 holes has
+    # more chains of reverse jumps than the cost sample's buffer holds (more than a
+    # million), so the search grows the forward side alone, pruned by the regions.
+    problem = engine.problem(9, list(range(45)), None, "min_moves")
+    forward, backward = moves._Side(problem, False, 15), moves._Side(problem, True, 15)
+    assert backward.cost() == math.inf and forward.cost() < math.inf

@@ -15,6 +15,7 @@ are many, one is met there without the largest layers ever being built.
 """
 
 import logging
+import math
 import time
 from dataclasses import replace
 
@@ -76,12 +77,14 @@ class _Side:
         ptr, order, fot, cond, nxt = self.tables
         buffer = np.empty(1 << 20, np.uint64)
         room = self.target - len(self.levels)
-        # one call: a sample whose children overflow the buffer costs at least that much
+        # one call: a position whose children alone overflow the buffer (a lone token
+        # walking back over a nearly empty board of 45 holes has millions of chains) makes
+        # the side infinitely costly: the other side grows alone, pruned by its bound
         made, done = expand(
             sample, 0, ptr, order, fot, cond, nxt, self.maps, True, buffer, self.prune, room
         )
         if done == 0:
-            return float(len(buffer)) * len(frontier)
+            return math.inf
         return (made + done) * len(frontier) / done
 
     def kept(self) -> int:

@@ -6,7 +6,11 @@ The search is that of `moves.min_moves` (targets L = the roots' Merson-region bo
 L + 1, ...; per target a breadth-first search by moves from both ends, pruned by the
 regions against L; radii a + b = L without a common position prove "no solution of L
 moves"; the first common position is a solution of exactly L), with no incumbent dive.
-A key belongs to shard `owner(key)` (a multiplicative hash, D. E. Knuth, TAOCP vol. 3,
+The side to grow is the one whose next layer costs less on a sample; a side where one
+position's children alone overflow the sample's buffer (the goals of T_9: a lone token
+walking back over a nearly empty board) is never grown, so the search goes on forward
+only, pruned by the regions against L, and a target fails when the forward radius
+reaches it. A key belongs to shard `owner(key)` (a multiplicative hash, D. E. Knuth, TAOCP vol. 3,
 6.4) on both sides, so a child is looked up in the other side only in its own shard.
 
 One layer is made in two rounds of parts: `expand_part(i)` expands shard i of the last
@@ -23,6 +27,7 @@ failed.
 
 import hashlib
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -218,8 +223,8 @@ def _cost(run: ShardedRun, target: int, side: str, d: int, size: int) -> float:
     room = target - (d + 1)
     maps = key_tables(run.problem)
     made, done = expand(keys, 0, ptr, order, fot, cond, nxt, maps, True, buffer, prune, room)
-    if done == 0:
-        return float(len(buffer)) * size
+    if done == 0:  # one position's children overflow the buffer: grow the other side
+        return math.inf
     return (made + done) * size / done
 
 
