@@ -306,6 +306,7 @@ def run_prove(
     nothing. Raises BadInput for a bad split or address, or while a run of the same
     attempt is alive."""
     from prefect import tags
+    from prefect.exceptions import TerminationSignal
 
     from puzzlesweep.flows.api import TemporaryAPI
 
@@ -336,12 +337,9 @@ def run_prove(
                     manifest["run_id"],
                 )  # fmt: skip
     except BaseException as exc:  # the run's own bookkeeping never hides why it ended
+        stopped = isinstance(exc, KeyboardInterrupt | TerminationSignal)
         with suppress(Exception):
-            _end(
-                catalog_path,
-                manifest,
-                "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed",
-            )
+            _end(catalog_path, manifest, "interrupted" if stopped else "failed")
         raise
     _end(catalog_path, manifest, "finished")
     return {**report, "scheduler": scheduler, "dashboard": dashboard}

@@ -283,3 +283,37 @@ def test_a_successful_prove_ends_without_tracebacks(api_env, tmp_path):
     assert "status optimal  objective 8" in done.stdout  # seed value: 6x7, k = 5
     for noise in ("Traceback", "CommClosedError", "Failed to communicate", "Failed to initial"):
         assert noise not in output, output[-3000:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [2, 15])  # SIGINT, SIGTERM
+def test_a_signalled_prove_ends_its_row_interrupted_and_a_rerun_goes_on(api_env, tmp_path, signum):
+    # SIGTERM left the row `running` (Prefect's bridge re-sent it to a default handler).
+    import os
+    import subprocess
+    import time
+
+    from .conftest import CLI, ROOT
+
+    results = str(tmp_path / "results")
+    args = [*CLI, "prove", "no_k_in_row", "dims=6,7,6", "k=5", "--split", "1:0,6"]
+    args += ["--width", "3", "--time-limit", "4", "--catalog", results, "--workers", "1"]
+    args += ["--dashboard-address", "127.0.0.1:0"]
+    process = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env=api_env, cwd=ROOT)
+    for _ in range(600):  # until the first part's row is in the catalog (at most 5 min)
+        time.sleep(0.5)
+        if (
+            catalog.files(results)
+            and catalog.query(results, "SELECT count(*) FROM results")[1][0][0]
+        ):
+            break
+    os.kill(process.pid, signum)
+    _, stderr = process.communicate(timeout=120)
+    name = "SIGTERM" if signum == 15 else "Ctrl-C"
+    assert process.returncode == 128 + signum, stderr[-2000:]
+    assert stderr.strip().endswith(
+        f"error: {name}: the proof stopped; finished parts are kept, run it again to go on"
+    )
+    _, [(state, solved)] = catalog.query(results, "SELECT state, solved FROM runs")
+    _, [(kept,)] = catalog.query(results, "SELECT count(*) FROM results")
+    assert state == "interrupted" and solved == kept >= 1

@@ -1,6 +1,8 @@
 """`puzzlesweep prove` (one hard instance split into parts, its certificate written and
 re-checked, from the catalog or from a certificate file alone)."""
 
+import signal
+from contextlib import contextmanager
 from typing import Annotated
 
 import typer
@@ -270,6 +272,38 @@ def _write_certificate(catalog_path: str, proof, path: str) -> None:
     out.print(f"certificate written to {path}", highlight=False)
 
 
+@contextmanager
+def _stopped_by_signals():
+    """While the proof runs, SIGINT and SIGTERM raise KeyboardInterrupt in this (main)
+    thread, so the run's row ends `interrupted` and its cluster closes before the exit
+    (Prefect's own SIGTERM bridge hands the signal back to this handler once it has
+    marked the flow run crashed). Exits 128 + the signal with one line; finished parts
+    stay in the catalog and a re-run solves the rest."""
+    caught: list[int] = []
+
+    def handler(signum, frame) -> None:
+        caught.append(signum)
+        raise KeyboardInterrupt
+
+    from prefect.exceptions import TerminationSignal
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    except (KeyboardInterrupt, TerminationSignal) as exc:
+        # Prefect's bridge may also end the flow with its TerminationSignal itself.
+        caught += [exc.signal] if isinstance(exc, TerminationSignal) else []
+        number = caught[0] if caught else signal.SIGINT
+        name = "SIGTERM" if number == signal.SIGTERM else "Ctrl-C"
+        raise fail(
+            f"{name}: the proof stopped; finished parts are kept, run it again to go on",
+            128 + number,
+        ) from None
+    finally:
+        for number, handling in previous.items():
+            signal.signal(number, handling)
+
+
 def _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard_address) -> dict:
     """Run the attempt on the cluster at `address` (checked first: a port that accepts
     and never answers exits 2 in 10 s) or on a local one of `workers` (default: the
@@ -279,7 +313,7 @@ def _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard_add
     from puzzlesweep.flows.prove import run_prove
 
     quiet_dask()
-    with run_errors():
+    with run_errors(), _stopped_by_signals():
         if address:
             probe_scheduler(address)
         return run_prove(
