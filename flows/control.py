@@ -13,7 +13,10 @@ A `Control` carries what the caller and the flow say to each other while a run g
   message)`, called once an interrupted run (`interrupted`, None) or a run that lost
   its Prefect API or Dask scheduler (`failed`, the line to show) has written its row;
 - `record`, the run's `RunRecord` once it is claimed, so that whoever ends the run (the
-  flow, its watch, or a caller's exit timer) ends the same row once.
+  flow, its watch, or a caller's exit timer) ends the same row once; and
+  `cancel_flow_run()`, set by the flow as it starts, which sets its Prefect flow run and
+  unfinished task runs Cancelled from any thread (the exit timer calls it when the flow
+  could not end the run itself in time).
 
 The flows import nothing from the command line: the command line fills a Control's
 callables and passes it in.
@@ -47,6 +50,7 @@ class Control:
         self.on_flow_start = on_flow_start
         self.on_stopped = on_stopped
         self.record: Any = None  # the run's RunRecord, once claimed
+        self.cancel_flow_run: Callable[[], None] = _quiet  # set by the flow as it starts
         self.progress: Any = None  # the run's flows.progress.Progress, once planned
         self.report: dict | None = None  # the run's report, once it ended
         self.error: BaseException | None = None  # why the run failed (one line), if so

@@ -24,6 +24,8 @@ flow run's state. The batch task is `batch_task.solve_batch` (what runs on the
 workers); the batches in flight are `flight.solve_batches`.
 """
 
+import functools
+from contextlib import suppress
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -90,6 +92,7 @@ def sweep(
     a re-run solves what is missing)."""
     control = control or Control()
     control.on_flow_start()
+    control.cancel_flow_run = functools.partial(_cancel_in_prefect, _flow_run_id())
     cluster = _checked_cluster(backend, address, workers, dashboard_address, connect_timeout)
     try:  # a stop at any moment after the claim ends the row it wrote
         run = run_record.start(
@@ -162,26 +165,32 @@ def _interrupted(run, control: Control, stop=None) -> None:
     and the run's row says `interrupted`; then the caller hears of it
     (`control.on_stopped`)."""
     if run.ended is None:
-        try:  # first: the caller's exit timer also ends the row, not the flow run
-            _cancel_in_prefect()
-        except Exception:  # noqa: BLE001 (an API that is gone has nothing to show)
-            pass
+        control.cancel_flow_run()  # first: the caller may exit before the teardown ends
         if stop is not None:
             stop()
         run.end("interrupted")
     control.on_stopped("interrupted", None)
 
 
-def _cancel_in_prefect() -> None:
-    """Set this flow run, then its task runs not in a final state, to Cancelled (the
-    flow run first: the process may exit before the last call returns)."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+def _flow_run_id() -> Any:
+    """The id of the flow run this code runs in (None outside one)."""
     from prefect.context import FlowRunContext
 
-    flow_run_id = FlowRunContext.get().flow_run.id
+    context = FlowRunContext.get()
+    return context.flow_run.id if context and context.flow_run else None
+
+
+def _cancel_in_prefect(flow_run_id) -> None:
+    """Set flow run `flow_run_id`, then its task runs not in a final state, to Cancelled
+    (the flow run first: the process may exit before the last call returns). Safe from
+    any thread; never raises (an API that is gone has nothing to show)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    if flow_run_id is None:
+        return
     message = "interrupted (Ctrl-C or SIGTERM); what was written is kept"
-    with get_client(sync_client=True) as client:
+    with suppress(Exception), get_client(sync_client=True) as client:
         client.set_flow_run_state(flow_run_id, Cancelled(message=message), force=True)
         task_runs = client.read_task_runs(
             flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))

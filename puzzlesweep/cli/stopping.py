@@ -5,6 +5,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,14 +56,21 @@ class _Stopper:
     frozen: list = field(default_factory=list)  # psutil.Process of the frozen workers
 
     def leave(self, code: int | None = None) -> None:
-        """End the run's row `interrupted` (1.5 s at most; a no-op once it has ended),
-        kill the frozen workers and exit the process with `code` (default 128 + the
-        first signal)."""
-        if self.control.record is not None:
-            ending = threading.Thread(target=self.control.record.end, args=("interrupted",))
-            ending.daemon = True
-            ending.start()
-            ending.join(1.5)
+        """End the run's row `interrupted` and, when the flow has not ended it, cancel its
+        flow run in Prefect (1.5 s at most for both; a no-op once the row has ended), kill
+        the frozen workers and exit the process with `code` (default 128 + the first
+        signal)."""
+        record = self.control.record
+        if record is not None and record.ended is None:
+            endings = [
+                threading.Thread(target=record.end, args=("interrupted",), daemon=True),
+                threading.Thread(target=self.control.cancel_flow_run, daemon=True),
+            ]
+            for ending in endings:
+                ending.start()
+            deadline = time.monotonic() + 1.5
+            for ending in endings:
+                ending.join(max(0.0, deadline - time.monotonic()))
         for worker in self.frozen:
             try:
                 worker.kill()
