@@ -146,6 +146,9 @@ def signalled_midway(tmp_path: Path, env: dict, signals) -> tuple:
     return spec, results, code, seconds, gone, log.read_text()
 
 
+# make test keeps the Ctrl-C of test_deploy_prefect (exit 130, row interrupted, flow run
+# Cancelled) and the resume of test_resume; this fuller variant runs in make test-slow.
+@pytest.mark.slow
 def test_ctrl_c_stops_a_run_and_writes_nothing_false(api_env, tmp_path):
     # Ctrl-C at the terminal: SIGINT to the whole process group, mid-run.
     ctrl_c = lambda process: os.killpg(process.pid, signal.SIGINT)  # noqa: E731
