@@ -150,8 +150,6 @@ def signalled_midway(tmp_path: Path, env: dict, signals) -> tuple:
 # Cancelled) and the resume of test_resume; this fuller variant runs in make test-slow.
 @pytest.mark.slow
 def test_ctrl_c_stops_a_run_and_writes_nothing_false(api_env, tmp_path):
-    # Ctrl-C at the terminal: SIGINT to the whole process group, mid-run.
-    ctrl_c = lambda process: os.killpg(process.pid, signal.SIGINT)  # noqa: E731
     spec, results, code, seconds, gone, output = signalled_midway(tmp_path, api_env, ctrl_c)
     assert code == 130 and limit_held(seconds, 10), output[-3000:]
     assert output.count("Ctrl-C: stopping the run") == 1 and "Traceback" not in output, output
@@ -166,6 +164,11 @@ def test_ctrl_c_stops_a_run_and_writes_nothing_false(api_env, tmp_path):
     assert solved == written and errors == 0  # an interrupted instance is simply not done
     states = rerun_finishes_what_is_missing(spec, results, api_env, tmp_path / "rerun.log")
     assert states == ["interrupted", "finished"]
+
+
+def ctrl_c(process) -> None:
+    """Ctrl-C at the terminal: SIGINT to the run's whole process group."""
+    os.killpg(process.pid, signal.SIGINT)
 
 
 def sigterm_twice(process) -> None:
