@@ -26,6 +26,7 @@ Nothing here knows a puzzle family, Dask or Prefect.
 
 import heapq
 import math
+import re
 
 import highspy
 import numpy as np
@@ -200,7 +201,7 @@ def resolve(model: MipModel, text: str) -> str:
     if not text.startswith("lookahead:"):
         return text
     number = text[len("lookahead:") :]
-    if not number.isdigit() or not 1 <= int(number) <= 4096:
+    if not re.fullmatch(r"[0-9]{1,4}", number) or not 1 <= int(number) <= 4096:
         raise ValueError(f"--split lookahead:N needs N in 1..4096 leaves, got {number!r}")
     cutoff = None
     if model.start is not None and integral_objective(model):

@@ -85,8 +85,9 @@ def test_tree_texts_are_checked():
             lookahead.parse_tree(text, 36)
         with pytest.raises(BadInput, match=message):
             build(Proof("no_k_in_row", {"dims": [6, 6], "k": 3}, text, 1, Limits(1)))
-    with pytest.raises(ValueError, match="needs N in 1..4096"):
-        lookahead.resolve(NOK.model(NOK.Params(dims=[6, 6], k=3)), "lookahead:0")
+    for number in ("0", "\u0663", "+3", " 3", "4097"):  # ٣ is a digit to str.isdigit
+        with pytest.raises(ValueError, match="needs N in 1..4096"):
+            lookahead.resolve(NOK.model(NOK.Params(dims=[6, 6], k=3)), f"lookahead:{number}")
     # 6×7, k = 5 and 6×6, k = 3 (with its sub-board cuts): the root LP bound already
     # exceeds the start's cutoff (8.4 > 7, 16 > 15), so the tree is one leaf
     assert lookahead.resolve(NOK.model(NOK.Params(dims=[6, 6], k=3)), "lookahead:8") == "tree:."
