@@ -212,9 +212,10 @@ def load(path: str | Path) -> dict:
     return document
 
 
-def proof_of(document: dict, limits: Limits | None = None) -> Proof:
-    """The attempt a certificate document is about (`limits`: per part when re-solved).
-    Raises BadInput for an unknown family, bad parameters or a bad split."""
+def proof_of(document: dict, limits: Limits | None = None, solver: str | None = None) -> Proof:
+    """The attempt a certificate document is about (`limits`: per part when re-solved;
+    `solver`: the engine that re-solves, else the document's). Raises BadInput for an
+    unknown family, bad parameters or a bad split."""
     try:
         proof = Proof(
             document["family"],
@@ -222,19 +223,25 @@ def proof_of(document: dict, limits: Limits | None = None) -> Proof:
             str(document["split"]),
             int(document["width"]),
             limits or Limits(60.0),
-            solver=str(document["solver"]),
+            solver=solver or str(document["solver"]),
         )
         proof.instance  # noqa: B018 (validates the parameters)
     except (KeyError, TypeError, ValueError) as exc:  # pydantic's errors are ValueErrors
-        raise BadInput(f"the certificate's instance or split is not valid: {exc}") from None
+        raise BadInput(
+            f"the certificate's instance ({document['family']} and its params) or split is "
+            f"not valid: {exc}"
+        ) from None
     return proof
 
 
-def check(document: dict, resolve_seconds: float | None = None) -> list[str]:
+def check(
+    document: dict, resolve_seconds: float | None = None, solver: str | None = None
+) -> list[str]:
     """The problems of a certificate document (empty: it holds); see the module
-    docstring for what is re-derived and what is trusted. Raises BadInput as
+    docstring for what is re-derived and what is trusted. With `resolve_seconds`, each
+    part is re-solved by `solver` (default: the document's engine). Raises BadInput as
     `proof_of` does."""
-    proof = proof_of(document)
+    proof = proof_of(document, solver=solver)
     _, model, split, _ = build(proof)  # BadInput for a bad split or engine
     problems = []
     if document["key"] != proof.key:

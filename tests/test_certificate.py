@@ -111,6 +111,9 @@ def test_a_tampered_file_exits_1_and_a_bad_file_exits_2(tmp_path):
     done = cli(*args, "--resolve", "--time-limit", "30")
     assert done.returncode == 1, done.stderr
     assert "part 5 (g0=1 g1=1): re-solved to 8, below the claimed lower limit inf" in done.stderr
+    done = cli(*args, "--resolve", "--solver", "highs", "--time-limit", "30")  # another engine
+    assert done.returncode == 1, done.stderr
+    assert "part 5 (g0=1 g1=1): re-solved to 8, below the claimed lower limit inf" in done.stderr
 
     (tmp_path / "bad.json").write_text("{not json")
     (tmp_path / "short.json").write_text(json.dumps({"format": certificate.FORMAT}))
@@ -128,6 +131,10 @@ def test_a_tampered_file_exits_1_and_a_bad_file_exits_2(tmp_path):
         certificate.load(tmp_path / "part.json")
     done = cli("prove", "no_k_in_row", "dims=6,8", "k=5", *args[4:])
     assert done.returncode == 2 and "certifies no_k_in_row dims=6,7 k=5" in done.stderr
+    certificate.write(tmp_path / "family.json", {**document, "family": "domination"})
+    done = cli(*args[:-1], str(tmp_path / "family.json"))
+    assert done.returncode == 2, done.stderr
+    assert "instance (domination and its params) or split is not valid" in done.stderr
 
 
 def test_write_then_load_round_trips(tmp_path):

@@ -183,6 +183,9 @@ def test_prove_refuses_bad_input_and_writes_nothing(tmp_path):
     for args, message in [
         (["dims=6,7", "k=5", "--split", "3:0"], "not an axis"),
         (["dims=6,7", "k=5"], "--split is required"),
+        (["dims=6,7", "k=5", "--split", "tree:.", "--width", "3"], "a tree split has none"),
+        (["dims=6,7", "k=5", "--split", "lookahead:\u0663"], "needs N in 1..4096"),
+        (["dims=6,7", "k=5", "--split", "0:0", "--check", "--solver", "scip"], "needs --resolve"),
     ]:
         done = cli("prove", "no_k_in_row", *args, "--catalog", str(results), timeout=60)
         assert done.returncode == 2, (args, done.stderr)

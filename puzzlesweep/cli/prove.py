@@ -88,13 +88,12 @@ def prove(
     catalog_path = location or catalog.default_catalog()
     resolve_seconds = time_limit if resolve else None
     try:
-        _refuse_prove_conflicts(address, workers, check, wall, probe, resolve)
+        _refuse_prove_conflicts(address, workers, check, wall, probe, resolve, solver)
         if check and certificate:
-            _print_file_check(family, params, split, width, resolve_seconds, certificate)
+            _print_file_check(family, params, (split, width, solver), resolve_seconds, certificate)
             return
         if certificate and not check:
             _check_certificate_target(certificate)
-        width = 4 if width is None else width
         proof = _proof(family, params, split, width, solver, time_limit, cutoff)
         dashboard_address = dashboard_address or DASHBOARD_DEFAULT
         _check_run_options(proof, catalog_path, wall, probe, workers, dashboard_address, address)
@@ -141,10 +140,11 @@ def _print_report(title: str, proof, report: dict) -> None:
     )
 
 
-def _refuse_prove_conflicts(address, workers, check: bool, wall, probe: float, resolve) -> None:
+def _refuse_prove_conflicts(address, workers, check: bool, wall, probe, resolve, solver) -> None:
     """Raise BadInput naming two `prove` options that do not go together: a cluster's
     address with a local cluster's size, `--check` (which solves nothing) with any
-    option about solving, or `--resolve` without `--check`."""
+    option about solving, `--resolve` without `--check`, or an engine for `--check`
+    without `--resolve` (the engine only re-solves parts)."""
     refuse_together(
         {"--address": address, "--workers": workers},
         "--workers sizes a local cluster, and --address uses a cluster already started",
@@ -161,10 +161,15 @@ def _refuse_prove_conflicts(address, workers, check: bool, wall, probe: float, r
         )
     if resolve and not check:
         raise BadInput("--resolve re-solves the parts of a certificate: it needs --check")
+    if check and not resolve and solver != "auto":
+        raise BadInput(
+            f"--solver {solver} would re-solve the parts: with --check it needs --resolve"
+        )
 
 
 def _proof(family, params, split, width, solver, time_limit, cutoff):
-    """The `proof.Proof` of `prove`'s arguments, its engine resolved for the instance.
+    """The `proof.Proof` of `prove`'s arguments, its engine resolved for the instance;
+    `width` defaults to 4 for a family's split and is 0 for a tree split (no counts).
 
     Raises BadInput for an unknown family, a missing `--split` or a bad solver, and
     pydantic's ValidationError for bad parameters."""
@@ -183,6 +188,9 @@ def _proof(family, params, split, width, solver, time_limit, cutoff):
     if split.startswith("lookahead:"):  # the solver chooses: a tree of fixings
         split = lookahead.resolve(module.model(validated), split)
         err.print(f"the lookahead split is --split {split}", highlight=False, soft_wrap=True)
+    if split.startswith("tree:") and width is not None:
+        raise BadInput("--width sets the exact counts of a family's split; a tree split has none")
+    width = 0 if split.startswith("tree:") else 4 if width is None else width
     return Proof(
         family,
         validated.model_dump(),
@@ -211,11 +219,17 @@ def _print_problems(problems: list[str]) -> None:
         raise typer.Exit(1)
 
 
-def _print_file_check(family, params, split, width, resolve_seconds, path: str) -> None:
+def _print_file_check(family, params, options: tuple, resolve_seconds, path: str) -> None:
     """`prove --check --certificate FILE`: re-check the certificate file alone (no
     catalog). FAMILY and PARAMS must name the file's instance, and --split / --width,
-    when given, its split (else BadInput: exit 2). Problems exit 1."""
+    when given, its split (else BadInput: exit 2); --solver other than auto re-solves
+    the parts with that engine instead of the file's (an audit by a second engine).
+    Problems exit 1."""
     from puzzlesweep import certificate, puzzles
+    from puzzlesweep.solve import check_solver
+
+    split, width, solver = options
+    engine = None if solver == "auto" else check_solver(family, solver)
 
     document = certificate.load(path)
     proof = certificate.proof_of(document)
@@ -228,7 +242,7 @@ def _print_file_check(family, params, split, width, resolve_seconds, path: str) 
     for option, asked, held in (("--split", split, proof.split), ("--width", width, proof.width)):
         if asked not in ("", None) and asked != held:
             raise BadInput(f"{path} holds the split {option} {held}, not {asked}")
-    _print_problems(certificate.check(document, resolve_seconds))
+    _print_problems(certificate.check(document, resolve_seconds, engine))
     claim = document["claim"]
     out.print(
         f"certificate {path} holds: {proof.family} {_params_text(proof.params)} "
