@@ -100,7 +100,7 @@ def test_three_in_a_row_board_optima_reprove_and_cut():
 @pytest.mark.parametrize(
     ("a", "b"),
     [(8, 9), (8, 10), (9, 9), (9, 10), (6, 12), (7, 11), (7, 12), (8, 11), (8, 12), (9, 11)]
-    + [(9, 12), (10, 11)],
+    + [(9, 12), (10, 11), (10, 12)],
 )
 def test_three_in_a_row_large_board_optima_reprove(a, b):
     # the boards of 11 and 12 columns agree with OEIS A181019 (rows 6..10 of its table)
