@@ -104,7 +104,7 @@ def test_three_in_a_row_board_optima_reprove_and_cut():
 )
 def test_three_in_a_row_large_board_optima_reprove(a, b):
     # the boards of 11 and 12 columns agree with OEIS A181019 (rows 6..10 of its table)
-    result = scip.solve(no_k_in_row.model(no_k_in_row.Params(dims=[a, b], k=3)), Limits(900))
+    result = scip.solve(no_k_in_row.model(no_k_in_row.Params(dims=[a, b], k=3)), Limits(1800))
     assert (result.status, result.objective) == ("optimal", no_k_in_row.THREE_IN_ROW[a, b])
 
 
