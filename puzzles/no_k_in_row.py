@@ -22,9 +22,9 @@ weak (x = 1/k everywhere gives cells/k: 50.4 on 6×7×6); the 5×5×5, 5×5×6 a
 cuts raise the dual bound HiGHS reaches on 6×7×6 (benchmarks/README.md).
 For k = 3 in 2-D the gap is wider still (10×10: LP 33.3, optimum 48), and the cuts of
 every smaller a×b board (`THREE_IN_ROW`) let SCIP prove 10×10 (48 removed, 52 kept:
-OEIS A181018) several times faster, then 11×11 and the boards of 11 and 12 columns
-below it, one step of a staircase at a time (benchmarks/README.md: mip_bench.py,
-staircase_bench.py).
+OEIS A181018) several times faster, then 11×11, 11×12 and 12×12 (70 removed, 74 kept:
+A181018), one step of a staircase of boards at a time (benchmarks/README.md:
+mip_bench.py, staircase_bench.py).
 Start: `model` hands HiGHS the best periodic removal pattern (`start_solution`: remove
 the cells with a·x ≡ c mod k, repaired greedily where a window is missed, pruned, and
 checked by `verify`): optimal at once on 2-D boards with k = 5 (6×7 → 8, 13×17 → 44),
@@ -105,12 +105,12 @@ class Params(_Params):
         return k
 
 
-#: Proven optima of no three in a row on a×b boards, 3 <= a <= b <= 12 (not 12×12),
-#: each proven optimal by this module's own MIP with SCIP in order of area, using only
-#: the cuts of strictly smaller boards (so the chain of proofs is sound;
-#: benchmarks/staircase_bench.py); the squares agree with OEIS A181018 (n² minus 6, 9,
-#: 16, 20, 26, 36, 42, 52, 64 kept for n = 3..11), the others with OEIS A181019 (rows
-#: 3..10). tests/test_families.py re-proves the small ones, the slow tests the largest.
+#: Proven optima of no three in a row on a×b boards, 3 <= a <= b <= 12 but 12×12 (70:
+#: certificates/no_k_in_row-12x12-k3.json), each proven by this module's own MIP with
+#: SCIP in order of area using only the cuts of strictly smaller boards, so the chain of
+#: proofs is sound (benchmarks/staircase_bench.py). The squares agree with OEIS A181018
+#: (n² minus 6, 9, 16, 20, 26, 36, 42, 52, 64 kept, n = 3..11), the rest with A181019
+#: (rows 3..10; 11×12 lies beyond them). Re-proven in tests/test_families.py.
 THREE_IN_ROW = {
     (3, 3): 3, (3, 4): 5, (3, 5): 6, (3, 6): 8, (3, 7): 9, (3, 8): 10, (3, 9): 12,
     (3, 10): 13, (4, 4): 7, (4, 5): 8, (4, 6): 11, (4, 7): 12, (4, 8): 14, (4, 9): 16,
@@ -119,7 +119,7 @@ THREE_IN_ROW = {
     (7, 9): 30, (7, 10): 33, (8, 8): 28, (8, 9): 34, (8, 10): 38, (9, 9): 39, (9, 10): 43,
     (3, 11): 14, (3, 12): 16, (4, 11): 20, (4, 12): 22, (5, 11): 23, (5, 12): 27, (6, 11): 30,
     (6, 12): 34, (7, 11): 36, (7, 12): 40, (8, 11): 40, (8, 12): 46, (9, 11): 47, (9, 12): 52,
-    (10, 10): 48, (10, 11): 52, (10, 12): 58, (11, 11): 57,
+    (10, 10): 48, (10, 11): 52, (10, 12): 58, (11, 11): 57, (11, 12): 64,
 }  # fmt: skip
 
 #: Proven optima of small boxes, keyed by (k, sorted dims), used as sub-box cuts. The
