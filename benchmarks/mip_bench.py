@@ -20,7 +20,11 @@ and incumbent are the figures to compare). Variants:
 - periodic start (no_k_in_row, the default model): the best repaired periodic pattern
   handed to HiGHS; searched start: the same improved by `SEARCH_MOVES` moves of local
   search (its seconds are in "build s");
-- greedy start (domination): the greedy cover handed to HiGHS;
+- greedy start (domination): the greedy cover handed to HiGHS; searched start: the
+  greedy cover improved by `SEARCH_MOVES` moves of `hitting_set.improve` (with the
+  region cuts, the default model from 14×14);
+- SCIP symmetry 1 / 2 (knights, default model): SCIP's symmetry handling restricted to
+  orbitopes and symresacks (1) or to orbital reduction (2) instead of its default 7;
 - optimal start (knights): plain again, started from the plain run's proven optimum,
   the most any starting incumbent can give.
 
@@ -60,6 +64,11 @@ def knights_variants(n: int):
             lambda: _scip(build(p, regions=False), NO_SCIP_SYMMETRY),
             ("scip",),
         ),
+        *[
+            (f"SCIP symmetry {mode}", domination, p, lambda m=mode: _scip(build(p), m), ("scip",))
+            for mode in (1, 2)
+        ],
+        ("searched start", domination, p, lambda: _searched(p, build(p)), BOTH),
         ("symmetry rows", domination, p, lambda: build(p, symmetry=True, regions=False), BOTH),
         ("region cuts", domination, p, lambda: build(p, regions=True), BOTH),
         ("greedy start", domination, p, lambda: build(p, start=True, regions=False), BOTH),
@@ -185,13 +194,36 @@ def _rank(result) -> tuple:
     return (result.status != "optimal", -(result.bound or 0), result.seconds)
 
 
+def _searched(p, model: highs.MipModel) -> highs.MipModel:
+    """`model` started from the greedy cover improved by SEARCH_MOVES moves of
+    `hitting_set.improve` (seed 0)."""
+    import numpy as np
+
+    from puzzlesweep.puzzles import hitting_set as hs
+
+    problem = domination.problem(p.piece, p.rows, p.cols, p.variant)
+    state = hs.Hits(problem, np.isin(np.arange(problem.size), domination.greedy_start(p)))
+    hs.improve(state, SEARCH_MOVES)
+    chosen = set(state.elements())
+    model.start = [1.0 if s in chosen else 0.0 for s in range(problem.size)]
+    return model
+
+
+#: Moves of local search for the knights' searched start (17×17: 55 greedy → 47).
+SEARCH_MOVES = 21000
+
+
 def _with(model: highs.MipModel, options: dict) -> highs.MipModel:
     model.options.update(options)
     return model
 
 
-def _scip(model: highs.MipModel, options: dict) -> highs.MipModel:
-    model.scip_options.update(options)
+def _scip(model: highs.MipModel, options: dict | int) -> highs.MipModel:
+    """`model` with SCIP `options`; an int is a `misc/usesymmetry` bitset (SCIP 10: 1
+    orbitopes and symresacks, 2 orbital reduction, 4 Schreier-Sims cuts; default 7)."""
+    model.scip_options.update(
+        {"misc/usesymmetry": options} if isinstance(options, int) else options
+    )
     return model
 
 

@@ -21,9 +21,10 @@ Sub-box cuts: for every strict sub-box B whose optimum h(B) is proven (`SUBBOX_O
 weak (x = 1/k everywhere gives cells/k: 50.4 on 6×7×6); the 5×5×5, 5×5×6 and 5×5×7
 cuts raise the dual bound HiGHS reaches on 6×7×6 (benchmarks/README.md).
 For k = 3 in 2-D the gap is wider still (10×10: LP 33.3, optimum 48), and the cuts of
-every a×b board up to 9×10 (`THREE_IN_ROW`) let SCIP prove 10×10 (48 removed, 52 kept:
-OEIS A181018) several times faster (benchmarks/README.md: mip_bench.py --only nok
---dims 10,10 --k 3).
+every smaller a×b board (`THREE_IN_ROW`) let SCIP prove 10×10 (48 removed, 52 kept:
+OEIS A181018) several times faster, then 11×11, 11×12 and 12×12 (70 removed, 74 kept:
+A181018), one step of a staircase of boards at a time (benchmarks/README.md:
+mip_bench.py, staircase_bench.py).
 Start: `model` hands HiGHS the best periodic removal pattern (`start_solution`: remove
 the cells with a·x ≡ c mod k, repaired greedily where a window is missed, pruned, and
 checked by `verify`): optimal at once on 2-D boards with k = 5 (6×7 → 8, 13×17 → 44),
@@ -47,6 +48,7 @@ within one of the optimum, so they cut nothing off).
 
 import itertools
 import math
+from collections.abc import Mapping
 from functools import lru_cache
 from types import MappingProxyType
 
@@ -66,6 +68,7 @@ AXES = ("dims", ("k",))
 
 Window = tuple[int, ...]  # k row-major cell indices along one direction
 Solution = tuple[int, ...]  # sorted indices of removed stones
+Cuts = bool | Mapping[tuple[int, tuple[int, ...]], int]  # True: SUBBOX_OPTIMA
 
 
 class Params(_Params):
@@ -102,17 +105,21 @@ class Params(_Params):
         return k
 
 
-#: Proven optima of no three in a row on a×b boards, 3 <= a <= b <= 10 (a×b != 10×10),
-#: each proven optimal by this module's own MIP with SCIP in order of area, using only
-#: the cuts of strictly smaller boards (so the chain of proofs is sound); the squares
-#: agree with OEIS A181018 (n² minus 6, 9, 16, 20, 26, 36, 42 kept for n = 3..9).
-#: tests/test_families.py re-proves the small ones, the slow tests the largest.
+#: Proven optima of no three in a row on a×b boards, 3 <= a <= b <= 12 but 12×12 (70:
+#: certificates/no_k_in_row-12x12-k3.json), each proven by this module's own MIP with
+#: SCIP in order of area using only the cuts of strictly smaller boards, so the chain of
+#: proofs is sound (benchmarks/staircase_bench.py). The squares agree with OEIS A181018
+#: (n² minus 6, 9, 16, 20, 26, 36, 42, 52, 64 kept, n = 3..11), the rest with A181019
+#: (rows 3..10; 11×12 lies beyond them). Re-proven in tests/test_families.py.
 THREE_IN_ROW = {
     (3, 3): 3, (3, 4): 5, (3, 5): 6, (3, 6): 8, (3, 7): 9, (3, 8): 10, (3, 9): 12,
     (3, 10): 13, (4, 4): 7, (4, 5): 8, (4, 6): 11, (4, 7): 12, (4, 8): 14, (4, 9): 16,
     (4, 10): 18, (5, 5): 9, (5, 6): 13, (5, 7): 15, (5, 8): 16, (5, 9): 20, (5, 10): 22,
     (6, 6): 16, (6, 7): 19, (6, 8): 22, (6, 9): 25, (6, 10): 28, (7, 7): 23, (7, 8): 26,
     (7, 9): 30, (7, 10): 33, (8, 8): 28, (8, 9): 34, (8, 10): 38, (9, 9): 39, (9, 10): 43,
+    (3, 11): 14, (3, 12): 16, (4, 11): 20, (4, 12): 22, (5, 11): 23, (5, 12): 27, (6, 11): 30,
+    (6, 12): 34, (7, 11): 36, (7, 12): 40, (8, 11): 40, (8, 12): 46, (9, 11): 47, (9, 12): 52,
+    (10, 10): 48, (10, 11): 52, (10, 12): 58, (11, 11): 57, (11, 12): 64,
 }  # fmt: skip
 
 #: Proven optima of small boxes, keyed by (k, sorted dims), used as sub-box cuts. The
@@ -175,16 +182,17 @@ def problem(dims: tuple[int, ...], k: int) -> hs.HittingSet:
 
 
 def model(
-    p: Params, *, start: bool = True, moves: int = 0, symmetry: bool = False, cuts: bool = True
+    p: Params, *, start: bool = True, moves: int = 0, symmetry: bool = False, cuts: Cuts = True
 ) -> MipModel:
     """The hitting-set MIP of the module docstring (`hitting_set.model`); column i is
     cell i. With `start`, the incumbent of `start_solution(p, moves)` (checked by
     `verify`) is handed to HiGHS (none beyond START_MAX_CELLS cells); with `symmetry`,
     the rows of `symmetry_rows` are added (off by default: measured, HiGHS's own
     symmetry handling serves as well; see benchmarks/README.md); `cuts=False` leaves out
-    the sub-box cuts (the plain textbook model, for benchmarks)."""
+    the sub-box cuts (the plain textbook model, for benchmarks), a mapping like
+    `SUBBOX_OPTIMA` takes them from that table instead (a chain of proofs, box by box)."""
     dims = tuple(p.dims)
-    rows = [hs.at_least(cells, h) for cells, h in subbox_cuts(dims, p.k)] if cuts else []
+    rows = [hs.at_least(cells, h) for cells, h in subbox_cuts(dims, p.k, cuts)] if cuts else []
     rows += [hs.balance(*pair) for pair in symmetry_rows(dims)] if symmetry else []
     removed = None
     if start and math.prod(dims) <= START_MAX_CELLS:
@@ -194,12 +202,12 @@ def model(
     return hs.model(problem(dims, p.k), rows, removed)
 
 
-def subbox_cuts(dims: tuple[int, ...], k: int) -> list[tuple[list[int], int]]:
+def subbox_cuts(dims: tuple[int, ...], k: int, optima: Cuts = True) -> list[tuple[list[int], int]]:
     """(cells of a strict sub-box, its proven optimum) for every placement, in every axis
-    order, of every box of `SUBBOX_OPTIMA` with the same k and dimension that fits."""
-    strides = _box.strides(dims)
-    cuts = []
-    for (kk, shape), h in SUBBOX_OPTIMA.items():
+    order, of every box of `optima` ({(k, sorted sides): optimum}; True: `SUBBOX_OPTIMA`)
+    with the same k and dimension that fits."""
+    strides, cuts = _box.strides(dims), []
+    for (kk, shape), h in (SUBBOX_OPTIMA if optima is True else optima).items():
         if kk != k or len(shape) != len(dims):
             continue
         for oriented in sorted(set(itertools.permutations(shape))):

@@ -21,6 +21,9 @@ PROVEN = [
     ("no_k_in_row-8x8-k3.json", {"dims": [8, 8], "k": 3}, 28),
     # the seed's 3-D box: 5×5×5, k = 5 → 28 (also a sub-box cut of no_k_in_row)
     ("no_k_in_row-5x5x5-k5.json", {"dims": [5, 5, 5], "k": 5}, 28),
+    # OEIS A181018: 12×12 keeps 74 with no three in a row, so 144 − 74 = 70 removed; one
+    # part (the whole MIP with the board staircase's cuts, SCIP)
+    ("no_k_in_row-12x12-k3.json", {"dims": [12, 12], "k": 3}, 70),
 ]
 
 
