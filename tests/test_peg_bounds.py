@@ -15,8 +15,7 @@ import pytest
 from puzzlesweep.puzzles.peg_solitaire import engine
 from puzzlesweep.solvers import Limits, SolverResult
 from puzzlesweep.solvers.frontier import LayeredProblem, moves
-from puzzlesweep.solvers.frontier.kernels import expand, expand_sieved, passes
-from puzzlesweep.solvers.frontier.layers import Budget, chains, sieve_of
+from puzzlesweep.solvers.frontier.layers import Budget, chains
 from puzzlesweep.solvers.frontier.problem import MEMORY, bound_of, move_tables, prune_table
 from tests.conftest import ROOT
 
@@ -162,28 +161,3 @@ def test_the_goals_of_t9_are_never_expanded_backward():
     problem = engine.problem(9, list(range(45)), None, "min_moves")
     forward, backward = moves._Side(problem, False, 15), moves._Side(problem, True, 15)
     assert backward.cost() == math.inf and forward.cost() < math.inf
-
-
-def test_a_sieved_expansion_keeps_every_child_of_the_other_side():
-    # T_6 from the corner (10 moves): the children of forward layer 4 that lie in the
-    # backward layers 0..2 all pass the sieve of those layers, and what passes is a
-    # subset of the children; the token counts alone drop the children with more pegs
-    # than any backward position holds.
-    problem = moves._reachable_goals(engine.problem(6, [0], None, "min_moves"))
-    budget = Budget(Limits(60), MEMORY)
-    forward = moves._Side(problem, False, 10)
-    backward = moves._Side(problem, True, 10)
-    while len(forward.levels) < 5:
-        forward.levels.append(moves._grow(forward, backward, budget, 0)[0])
-    while len(backward.levels) < 3:
-        backward.levels.append(moves._grow(backward, forward, budget, 0)[0])
-    sieve = sieve_of(backward.levels, MEMORY)
-    assert all(passes(k, sieve) for level in backward.levels for k in level)
-    args = (forward.levels[-1], 0, *forward.tables, forward.maps, True)
-    out = np.empty(1 << 20, np.uint64)
-    made, _ = expand(*args, out, forward.prune, 5)
-    children = set(out[:made].tolist())
-    kept, _ = expand_sieved(*args, out, forward.prune, 5, sieve)
-    sieved = set(out[:kept].tolist())
-    others = set().union(*(set(level.tolist()) for level in backward.levels))
-    assert children & others <= sieved <= children and len(sieved) < len(children) / 10

@@ -15,9 +15,6 @@ _EIGHT = np.uint64(8)
 #: The `prune` argument of `expand` that keeps every child.
 NO_PRUNE = np.zeros(3, np.uint64)
 NO_PRUNE.setflags(write=False)
-#: The sieve that passes every key (`passes`): every token count, no bitset.
-_ALL = np.full(1, ~np.uint64(0), np.uint64)
-_PHI = np.uint64(0x9E3779B97F4A7C15)
 
 
 @njit(cache=True)
@@ -77,65 +74,10 @@ def expand(boards, at, ptr, order, fot, cond, nxt, maps, chain, out, prune, room
     pair, pair, ...) as uint64 (the cells of the Merson regions as bitboards): a child
     whose `regions_bound` (kind 1: full regions, 2: regions not full) exceeds `room`
     is not written (kind 0: every child is; the chain goes on through it anyway)."""
-    return expand_sieved(
-        boards, at, ptr, order, fot, cond, nxt, maps, chain, out, prune, room, _ALL
-    )
-
-
-@njit(cache=True)
-def tokens(board):
-    """The tokens (set bits) of a uint64 board."""
-    count = 0
-    while board:
-        board &= board - _ONE
-        count += 1
-    return count
-
-
-@njit(cache=True)
-def _bit(key, words):
-    """The bit of `key` in a hashed bitset of `words` 64-bit words (a power of two)."""
-    return ((key * _PHI) >> np.uint64(24)) & np.uint64(64 * words - 1)
-
-
-@njit(cache=True)
-def passes(key, sieve):
-    """Whether `key` may be in the set `sieve` was built from (`sieve_fill`): its bit in
-    the hashed bitset (words 1..; none: every key passes) is set. Word 0 holds the
-    token counts (bit k: some key of the set holds k tokens), checked on the board
-    before its key is computed."""
-    words = sieve.shape[0] - 1
-    if words == 0:
-        return True
-    bit = _bit(key, words)
-    return (sieve[1 + (bit >> np.uint64(6))] >> (bit & np.uint64(63))) & _ONE == 1
-
-
-@njit(cache=True)
-def sieve_fill(keys, sieve):
-    """Sets the token count and the hashed bit of every key of `keys` in `sieve`
-    (uint64: word 0 the counts, then a bitset of a power of two words, or none)."""
-    words = sieve.shape[0] - 1
-    for key in keys:
-        count = tokens(key)
-        if count < 64:
-            sieve[0] |= _ONE << np.uint64(count)
-        if words:
-            bit = _bit(key, words)
-            sieve[1 + (bit >> np.uint64(6))] |= _ONE << (bit & np.uint64(63))
-
-
-@njit(cache=True)
-def expand_sieved(boards, at, ptr, order, fot, cond, nxt, maps, chain, out, prune, room, sieve):
-    """`expand`, writing only the children whose key `passes` the `sieve`: a Bloom
-    filter (one hash; B. H. Bloom, "Space/time trade-offs in hash coding with allowable
-    errors", CACM 13 (1970)) of the keys they are looked up in, so that a layer expanded
-    only to be looked up writes and sorts the few children that may be found, not all."""
     kind = prune[0]
     less = np.int64(prune[1])
     singles = prune[2]
     pairs = prune[3:]
-    counts = sieve[0]
     written = 0
     cap = out.shape[0]
     stack_b = np.empty(65, np.uint64)
@@ -167,14 +109,9 @@ def expand_sieved(boards, at, ptr, order, fot, cond, nxt, maps, chain, out, prun
                 if written >= cap:
                     full = True
                     break
-                count = tokens(child)
-                if (count >= 64 or (counts >> np.uint64(count)) & _ONE) and (
-                    kind == 0 or regions_bound(child, singles, pairs, kind == 1, less) <= room
-                ):
-                    key = board_key(child, maps)
-                    if passes(key, sieve):
-                        out[written] = key
-                        written += 1
+                if kind == 0 or regions_bound(child, singles, pairs, kind == 1, less) <= room:
+                    out[written] = board_key(child, maps)
+                    written += 1
                 if chain:
                     depth += 1
                     stack_b[depth], stack_p[depth], stack_i[depth] = child, nxt[r], ptr[nxt[r]]

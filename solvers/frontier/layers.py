@@ -12,14 +12,11 @@ from collections.abc import Iterator
 import numpy as np
 
 from .. import Limits
-from .kernels import expand, expand_sieved, member, sieve_fill
+from .kernels import expand, member
 from .problem import key_of
 
 #: Child keys produced between two looks at the clock (and the size of that buffer).
 CHUNK = 1 << 21
-#: Bits of a sieve's bitset per key it holds (`sieve_of`): about 3 % of the keys not in
-#: the set pass (one hash: 1 - exp(-1/32)).
-SIEVE_BITS = 32
 
 
 class Stop(Exception):
@@ -63,40 +60,22 @@ def fill(
     prune: np.ndarray,
     room: int,
     chain: bool = True,
-    sieve: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int, int]:
     """The keys of the children of boards[at:] (by moves when `chain`, else by single
-    rules; `prune` and `room` as in `kernels.expand`; only those that pass `sieve`,
-    when given, `sieve_of`) written into `buffer` until it is full, doubling the buffer
-    when one board's children alone overflow it. Returns (the buffer, keys written, the
-    index of the first board not expanded) and counts the boards expanded in
-    `budget.nodes`."""
+    rules; `prune` and `room` as in `kernels.expand`) written into `buffer` until it is
+    full, doubling the buffer when one board's children alone overflow it. Returns
+    (the buffer, keys written, the index of the first board not expanded) and counts
+    the boards expanded in `budget.nodes`."""
     ptr, order, fot, cond, nxt = tables
-    args = (boards, at, ptr, order, fot, cond, nxt, maps, chain)
     while True:
-        if sieve is None:
-            written, following = expand(*args, buffer, prune, room)
-        else:
-            written, following = expand_sieved(*args, buffer, prune, room, sieve)
+        written, following = expand(
+            boards, at, ptr, order, fot, cond, nxt, maps, chain, buffer, prune, room
+        )
         if following > at or written:
             break
         buffer = np.empty(2 * len(buffer), np.uint64)
     budget.nodes += following - at
     return buffer, written, following
-
-
-def sieve_of(levels: list[np.ndarray], cap: int) -> np.ndarray:
-    """The sieve of `kernels.passes` for the keys of `levels` (sorted uint64 arrays):
-    the token counts they hold and a hashed bitset of `SIEVE_BITS` bits per key, at
-    most `cap` bytes (a smaller bitset lets more keys through, never loses one)."""
-    keys = sum(len(level) for level in levels)
-    words = 1
-    while words * 64 < SIEVE_BITS * keys and (2 * words + 1) * 8 <= cap:
-        words *= 2
-    sieve = np.zeros(1 + words, np.uint64)
-    for level in levels:
-        sieve_fill(level, sieve)
-    return sieve
 
 
 def meet(keys: np.ndarray, levels: list[np.ndarray]) -> tuple[np.ndarray, int] | None:

@@ -24,7 +24,7 @@ import numpy as np
 from .. import Limits, SolverResult
 from .depth_first import solvable
 from .kernels import board_keys, difference, distinct, expand, member, union
-from .layers import CHUNK, Budget, Stop, fill, meet, sieve_of, walk
+from .layers import CHUNK, Budget, Stop, fill, meet, walk
 from .problem import (
     LayeredProblem,
     bound_of,
@@ -87,11 +87,9 @@ class _Side:
             return math.inf
         return (made + done) * len(frontier) / done
 
-    def fill(self, budget: Budget, boards, at: int, buffer, room: int, sieve=None):
+    def fill(self, budget: Budget, boards, at: int, buffer, room: int):
         """`layers.fill` with this side's moves, keys and pruning against `room`."""
-        return fill(
-            budget, boards, at, buffer, self.tables, self.maps, self.prune, room, sieve=sieve
-        )
+        return fill(budget, boards, at, buffer, self.tables, self.maps, self.prune, room)
 
     def kept(self) -> int:
         """Bytes held by this side's layers."""
@@ -103,11 +101,8 @@ def _grow(
 ) -> tuple[np.ndarray, int | None]:
     """The next layer of `side` (children new to it), or, at the first child found in
     a layer of `other`, (that child's key as a one-element array, its distance there).
-    `final`: the layer is only looked up, not kept (an empty array comes back), and
-    only its children that pass the sieve of `other`'s layers are sorted and looked up."""
+    `final`: the layer is only looked up, not kept (an empty array comes back)."""
     frontier = side.levels[-1]
-    sieve = sieve_of(other.levels, budget.memory // 8) if final else None
-    kept += 0 if sieve is None else sieve.nbytes
     buffer = np.empty(CHUNK, np.uint64)
     runs: list[np.ndarray] = []  # sorted distinct children, sizes decreasing (merged
     made = 0  # like a binary counter: each key is merged about log2(chunks) times)
@@ -120,7 +115,7 @@ def _grow(
         if budget.limits.node_limit is not None:  # stop at the node limit exactly
             stop = min(stop, at + budget.limits.node_limit - budget.nodes)
         room = side.target - len(side.levels)  # the moves left after this one
-        buffer, written, at = side.fill(budget, frontier[:stop], at, buffer, room, sieve)
+        buffer, written, at = side.fill(budget, frontier[:stop], at, buffer, room)
         made += written
         tock = time.perf_counter()
         part = distinct(buffer[:written])
@@ -166,28 +161,24 @@ def _ahead(
     frontier = side.levels[-1]
     frontier = frontier[: max(1, int(len(frontier) * share))]
     room = side.target - len(side.levels)
-    sieve = sieve_of(other.levels, budget.memory // 8)
-    return _dive(side, other, budget, frontier, depth, room, sieve.nbytes, sieve)
+    return _dive(side, other, budget, frontier, depth, room, 0)
 
 
-def _dive(side, other, budget: Budget, boards, depth: int, room: int, held: int, sieve):
+def _dive(side, other, budget: Budget, boards, depth: int, room: int, held: int):
     """`_ahead` below one chunk: the children of `boards` (pruned against `room` moves
-    left), `depth` levels deep, the deepest only where they pass `sieve` (the other
-    side's keys); `held`: bytes the levels above hold."""
+    left), `depth` levels deep; `held`: bytes the levels above hold."""
     buffer = np.empty(CHUNK, np.uint64)
     at = 0
     while at < len(boards):
         budget.check(held + buffer.nbytes)
-        buffer, written, at = side.fill(
-            budget, boards, at, buffer, room, sieve if depth == 1 else None
-        )
+        buffer, written, at = side.fill(budget, boards, at, buffer, room)
         part = distinct(buffer[:written])
         if depth == 1:
             if (found := meet(part, other.levels)) is not None:
                 return (*found, [])
             continue
         below = held + buffer.nbytes + part.nbytes
-        found = _dive(side, other, budget, part, depth - 1, room - 1, below, sieve)
+        found = _dive(side, other, budget, part, depth - 1, room - 1, below)
         if found is not None:
             key, d, chunks = found
             return key, d, [part, *chunks]
