@@ -87,6 +87,10 @@ class _Side:
             return math.inf
         return (made + done) * len(frontier) / done
 
+    def fill(self, budget: Budget, boards, at: int, buffer, room: int):
+        """`layers.fill` with this side's moves, keys and pruning against `room`."""
+        return fill(budget, boards, at, buffer, self.tables, self.maps, self.prune, room)
+
     def kept(self) -> int:
         """Bytes held by this side's layers."""
         return sum(level.nbytes for level in self.levels)
@@ -103,7 +107,7 @@ def _grow(
     runs: list[np.ndarray] = []  # sorted distinct children, sizes decreasing (merged
     made = 0  # like a binary counter: each key is merged about log2(chunks) times)
     at = 0
-    clock = {"expand": 0.0, "unique": 0.0, "meet": 0.0}
+    clock = {"expand": 0.0, "sort": 0.0, "meet": 0.0}
     while at < len(frontier):
         budget.check(kept + buffer.nbytes + 2 * sum(x.nbytes for x in runs))
         tick = time.perf_counter()
@@ -111,14 +115,12 @@ def _grow(
         if budget.limits.node_limit is not None:  # stop at the node limit exactly
             stop = min(stop, at + budget.limits.node_limit - budget.nodes)
         room = side.target - len(side.levels)  # the moves left after this one
-        buffer, written, at = fill(
-            budget, frontier[:stop], at, buffer, side.tables, side.maps, side.prune, room
-        )
+        buffer, written, at = side.fill(budget, frontier[:stop], at, buffer, room)
         made += written
         tock = time.perf_counter()
         part = distinct(buffer[:written])
         tick, clock["expand"] = time.perf_counter(), clock["expand"] + tock - tick
-        clock["unique"] += tick - tock
+        clock["sort"] += tick - tock
         if (found := meet(part, other.levels)) is not None:
             return found
         clock["meet"] += time.perf_counter() - tick
@@ -138,15 +140,9 @@ def _grow(
         layer = union(layer, runs.pop())
     for level in side.levels:
         layer = difference(layer, level)
-    log.info(
-        "  %d children of %d positions: expand %.1f s, sort %.1f s, meet %.1f s, last merge %.1f s",
-        made,
-        len(frontier),
-        clock["expand"],
-        clock["unique"],
-        clock["meet"],
-        time.perf_counter() - tick,
-    )
+    clock["last merge"] = time.perf_counter() - tick
+    times = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in clock.items())
+    log.info("  %d children of %d positions: %s", made, len(frontier), times)
     return layer, None
 
 
@@ -175,19 +171,29 @@ def _dive(side, other, budget: Budget, boards, depth: int, room: int, held: int)
     at = 0
     while at < len(boards):
         budget.check(held + buffer.nbytes)
-        buffer, written, at = fill(
-            budget, boards, at, buffer, side.tables, side.maps, side.prune, room
-        )
+        buffer, written, at = side.fill(budget, boards, at, buffer, room)
         part = distinct(buffer[:written])
         if depth == 1:
             if (found := meet(part, other.levels)) is not None:
                 return (*found, [])
             continue
         below = held + buffer.nbytes + part.nbytes
-        if (found := _dive(side, other, budget, part, depth - 1, room - 1, below)) is not None:
+        found = _dive(side, other, budget, part, depth - 1, room - 1, below)
+        if found is not None:
             key, d, chunks = found
             return key, d, [part, *chunks]
     return None
+
+
+def _try_ahead(side: _Side, other: _Side, budget: Budget, cost: float, left: int):
+    """`_ahead` down the last `left` layers on `AHEAD_SHARE` of the last layer divided by
+    the branching (`cost` per position) for each level past two, logged."""
+    tick = time.perf_counter()
+    branching = max(1.0, cost / max(1, len(side.levels[-1])))
+    found = _ahead(side, other, budget, AHEAD_SHARE / branching ** (left - 2), left)
+    outcome = "none met" if found is None else "met"
+    log.info("  %d layers ahead: %s in %.1f s", left, outcome, time.perf_counter() - tick)
+    return found
 
 
 def _incumbent(problem: LayeredProblem, budget: Budget, result: SolverResult) -> bool:
@@ -292,8 +298,7 @@ def _attempt(problem, budget: Budget, result: SolverResult, target: int, attempt
         side, other = (forward, backward) if grow_forward else (backward, forward)
         found, left = None, target - reached
         if 2 <= left <= AHEAD_DEPTH:  # the last layers at once, on a part of this one
-            branching = max(1.0, min(costs) / max(1, len(side.levels[-1])))
-            found = _ahead(side, other, budget, AHEAD_SHARE / branching ** (left - 2), left)
+            found = _try_ahead(side, other, budget, min(costs), left)
         if found is not None:
             met, d, middle = found
             side.levels.extend(middle)  # only for the walk back
