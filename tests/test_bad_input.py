@@ -325,6 +325,7 @@ def silent_server() -> Iterator[str]:
             connection.close()
 
 
+@pytest.mark.slow
 def test_an_address_that_accepts_and_never_answers_exits_2_before_any_run(tmp_path):
     # run and prove hung past 120 s on such a port (prove printed nothing at all).
     catalog = str(tmp_path / "results")

@@ -85,6 +85,7 @@ def cluster(tmp_path):
         processes.stop()
 
 
+@pytest.mark.slow
 def test_sweep_survives_a_killed_worker(prefect_api, cluster, tmp_path):
     address, dashboard, processes, workers = cluster
     spec = tmp_path / "cluster.toml"

@@ -230,6 +230,7 @@ def test_the_temporary_api_defers_to_a_configured_one(monkeypatch):
         assert api.process.wait(timeout=120) == 0
 
 
+@pytest.mark.slow
 def test_the_temporary_api_keeps_its_records_in_memory(tmp_path, monkeypatch):
     # Its records are gone with it: nothing is written under PREFECT_HOME, where
     # Prefect's default database file would grow with every run. The first start leaves
