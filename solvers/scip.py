@@ -6,10 +6,12 @@ thread; `lp/threads` is set from the limits, 1 by default), on the wall clock, w
 output off, the relative and absolute gap limits at 0, under the time limit and the
 optional node limit, and deaf to Ctrl-C (`misc/catchctrlc` off: a signal sent to a run's
 process group does not cut a solve short; SCIP's `userinterrupt` would be an `error`,
-never a limit that did not hold). A `model.start` is checked against the model and handed to SCIP
-as a starting incumbent (`extra["start_used"]` says whether SCIP accepted it). The
-objective and the dual bound are reported by the rule HiGHS's are (`mip.reported_values`:
-rounded with an integral objective).
+never a limit that did not hold), and with the GIL released (`optimizeNogil`: a Dask
+worker solving in a thread keeps its event loop, and so its heartbeats, going). A
+`model.start` is checked against the model and handed to SCIP as a starting incumbent
+(`extra["start_used"]` says whether SCIP accepted it). The objective and the dual bound
+are reported by the rule HiGHS's are (`mip.reported_values`: rounded with an integral
+objective).
 
 `count(model, optimum, symmetries, limits)` counts the optimal solutions exactly with
 SCIP's own counting (the `countsols` constraint handler, after `setParamsCountsols`:
@@ -134,7 +136,7 @@ def solve(model: MipModel, limits: Limits) -> SolverResult:
             m.setSolVal(sol, x, float(value))
         feasible = m.checkSol(sol)
         extra["start_used"] = bool(feasible and m.addSol(sol, free=True))
-    m.optimize()
+    m.optimizeNogil()
     seconds = time.perf_counter() - started
     raw = m.getStatus()
     status = _STATUS.get(raw, "error")

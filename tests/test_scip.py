@@ -225,6 +225,32 @@ def test_no_three_in_a_row_9x9_removes_39():
     assert (result.status, result.objective, result.bound) == ("optimal", 39, 39)
 
 
+@pytest.mark.parametrize("engine", ["scip", "highs"])
+def test_a_solve_leaves_the_other_threads_running(engine):
+    # A Dask worker solves a part in a thread beside its event loop; a solve holding the
+    # GIL stops the worker's heartbeats, and the scheduler restarts a worker in the middle
+    # of a long part. The main thread must keep running while the engine works: 1 beat
+    # with SCIP's optimize() (the GIL held), hundreds with optimizeNogil().
+    import threading
+
+    from puzzlesweep.puzzles import domination
+    from puzzlesweep.solve import mip_engine
+
+    model = domination.model(domination.Params(rows=10, cols=10))
+    results = []
+    solver = threading.Thread(
+        target=lambda: results.append(mip_engine(engine).solve(model, Limits(600)))
+    )
+    beats = 0
+    solver.start()
+    while solver.is_alive():
+        time.sleep(0.001)
+        beats += 1
+    # OEIS A006075(10) = 16 knights dominate the 10×10 board
+    assert (results[0].status, results[0].objective) == ("optimal", 16)
+    assert beats >= 10
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("n", range(12, 18))
 def test_scip_proves_knights_12_to_17(n):
