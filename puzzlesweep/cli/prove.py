@@ -90,7 +90,7 @@ def prove(
     try:
         _refuse_prove_conflicts(address, workers, check, wall, probe, resolve, solver)
         if check and certificate:
-            _print_file_check(family, params, (split, width, solver), resolve_seconds, certificate)
+            _print_file_check(family, params, split, width, solver, resolve_seconds, certificate)
             return
         if certificate and not check:
             _check_certificate_target(certificate)
@@ -188,9 +188,10 @@ def _proof(family, params, split, width, solver, time_limit, cutoff):
     if split.startswith("lookahead:"):  # the solver chooses: a tree of fixings
         split = lookahead.resolve(module.model(validated), split)
         err.print(f"the lookahead split is --split {split}", highlight=False, soft_wrap=True)
-    if split.startswith("tree:") and width is not None:
+    tree = split.startswith("tree:")
+    if tree and width is not None:
         raise BadInput("--width sets the exact counts of a family's split; a tree split has none")
-    width = 0 if split.startswith("tree:") else 4 if width is None else width
+    width = 0 if tree else 4 if width is None else width
     return Proof(
         family,
         validated.model_dump(),
@@ -219,7 +220,7 @@ def _print_problems(problems: list[str]) -> None:
         raise typer.Exit(1)
 
 
-def _print_file_check(family, params, options: tuple, resolve_seconds, path: str) -> None:
+def _print_file_check(family, params, split, width, solver, resolve_seconds, path: str) -> None:
     """`prove --check --certificate FILE`: re-check the certificate file alone (no
     catalog). FAMILY and PARAMS must name the file's instance, and --split / --width,
     when given, its split (else BadInput: exit 2); --solver other than auto re-solves
@@ -228,7 +229,6 @@ def _print_file_check(family, params, options: tuple, resolve_seconds, path: str
     from puzzlesweep import certificate, puzzles
     from puzzlesweep.solve import check_solver
 
-    split, width, solver = options
     engine = None if solver == "auto" else check_solver(family, solver)
 
     document = certificate.load(path)
