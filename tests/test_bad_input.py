@@ -219,6 +219,7 @@ def test_solve_json_prints_the_error_row_when_its_solver_process_dies(tmp_path):
     assert "Traceback" not in stderr and "killed by SIGKILL" in stderr, stderr
 
 
+@pytest.mark.slow
 def test_solve_json_prints_the_row_of_a_solver_process_killed_past_its_time_limit(tmp_path):
     # Building this model outlasts the time limit: the child notices it between two parts
     # of the model, or (past the grace) is killed; which comes first depends on the load.
