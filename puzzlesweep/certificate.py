@@ -135,7 +135,7 @@ def export(catalog_path: str, proof: Proof) -> dict:
                 "index": p.index,
                 "label": p.label,
                 "counts": [list(c) for c in p.counts],
-                "fixings": [list(f) for f in p.fixings],
+                "fixings": [[c, int(v)] for c, v in p.fixings],  # the format's integers
                 "status": row["status"] if row else None,
                 "objective": row["objective"] if row else None,
                 "bound": row["bound"] if row else None,

@@ -112,6 +112,20 @@ def _add_row(m: pyscipopt.Model, expr, lo: float, hi: float, name: str) -> None:
         m.addCons(expr >= lo, name=name)
 
 
+def _add_start(m: pyscipopt.Model, xs: list, model: MipModel) -> dict:
+    """Hand `model.start` to SCIP as an incumbent; {} without a start, else
+    {"start_used": whether it had n values, was feasible and was stored}."""
+    if model.start is None:
+        return {}
+    if len(model.start) != model.num_cols:
+        return {"start_used": False}  # a start of the wrong length is no incumbent
+    sol = m.createSol()
+    for x, value in zip(xs, model.start, strict=True):
+        m.setSolVal(sol, x, float(value))
+    feasible = m.checkSol(sol)
+    return {"start_used": bool(feasible and m.addSol(sol, free=True))}
+
+
 def solve(model: MipModel, limits: Limits) -> SolverResult:
     """Solve `model` with SCIP under `limits`; never raises for a solver failure.
 
@@ -127,15 +141,7 @@ def solve(model: MipModel, limits: Limits) -> SolverResult:
         m, xs = _build(model, limits)
     except ValueError as exc:
         return SolverResult("error", message=str(exc), solver="scip", solver_version=VERSION)
-    extra = {}
-    if model.start is not None and len(model.start) != model.num_cols:
-        extra["start_used"] = False  # a start of the wrong length is no incumbent
-    elif model.start is not None:
-        sol = m.createSol()
-        for x, value in zip(xs, model.start, strict=True):
-            m.setSolVal(sol, x, float(value))
-        feasible = m.checkSol(sol)
-        extra["start_used"] = bool(feasible and m.addSol(sol, free=True))
+    extra = _add_start(m, xs, model)
     m.optimizeNogil()
     seconds = time.perf_counter() - started
     raw = m.getStatus()

@@ -54,7 +54,7 @@ def _document(proof: Proof, rows: list[dict], combined: dict) -> dict:
                 "index": part.index,
                 "label": part.label,
                 "counts": [],
-                "fixings": [list(f) for f in part.fixings],
+                "fixings": [[c, int(v)] for c, v in part.fixings],  # as export writes
                 "cutoff": handle["cutoff"],
                 "lower": handle["lower"],
             }

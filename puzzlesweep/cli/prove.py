@@ -33,7 +33,8 @@ SplitOption = Annotated[
     str,
     typer.Option(
         help="The family's split, e.g. 1:0,6 (layers 0 and 6 across axis 1); lookahead:N, a "
-        "tree of 0/1 fixings with N leaves chosen by LP lookahead; or its tree:... text"
+        "tree of 0/1 fixings with N leaves chosen by LP lookahead; nodes:N, the open nodes "
+        "of an N-node SCIP solve; or such a tree:... text"
     ),
 ]
 WidthOption = Annotated[
@@ -169,7 +170,8 @@ def _refuse_prove_conflicts(address, workers, check: bool, wall, probe, resolve,
 
 def _proof(family, params, split, width, solver, time_limit, cutoff):
     """The `proof.Proof` of `prove`'s arguments, its engine resolved for the instance;
-    `width` defaults to 4 for a family's split and is 0 for a tree split (no counts).
+    `width` defaults to 4 for a family's split and is 0 for a tree split (no counts);
+    `lookahead:N` and `nodes:N` are grown into their `tree:` text here (and printed).
 
     Raises BadInput for an unknown family, a missing `--split` or a bad solver, and
     pydantic's ValidationError for bad parameters."""
@@ -177,7 +179,7 @@ def _proof(family, params, split, width, solver, time_limit, cutoff):
     from puzzlesweep.proof import Proof
     from puzzlesweep.puzzles import Instance
     from puzzlesweep.solve import check_solver, resolve_solver
-    from puzzlesweep.solvers import Limits, lookahead
+    from puzzlesweep.solvers import Limits, lookahead, ramp
 
     module = puzzles.get(family)
     values = parse_assignments(params or [])
@@ -185,12 +187,13 @@ def _proof(family, params, split, width, solver, time_limit, cutoff):
         raise BadInput("--split is required (e.g. --split 1:0,6 for no_k_in_row)")
     validated = module.Params.model_validate(values)
     engine = resolve_solver(Instance(family, validated), check_solver(family, solver))
-    if split.startswith("lookahead:"):  # the solver chooses: a tree of fixings
-        split = lookahead.resolve(module.model(validated), split)
-        err.print(f"the lookahead split is --split {split}", highlight=False, soft_wrap=True)
-    tree = split.startswith("tree:")
+    tree = split.startswith(("tree:", "lookahead:", "nodes:"))
     if tree and width is not None:
         raise BadInput("--width sets the exact counts of a family's split; a tree split has none")
+    for kind, chooser in (("lookahead", lookahead), ("nodes", ramp)):
+        if split.startswith(f"{kind}:"):  # the solver chooses: a tree of fixings
+            split = chooser.resolve(module.model(validated), split)
+            err.print(f"the {kind} split is --split {split}", highlight=False, soft_wrap=True)
     width = 0 if tree else 4 if width is None else width
     return Proof(
         family,
