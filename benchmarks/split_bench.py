@@ -28,17 +28,26 @@ CPU seconds handed out in order to 2 dedicated cores. It prints the largest part
 the sum of the parts / direct and the wall time on 2 workers / direct, against the
 direct SCIP solve (the faster engine); the issue's targets are <= 0.2, <= 1.5, <= 0.6.
 
+With `--hard --nodes N`, the tree is the ramp-up's instead (`--split nodes:N`,
+`solvers.ramp`): SCIP on the whole for N nodes, symmetry handling off, its open nodes
+as leaves; no probe, the ramp-up's incumbent − 1 is the first cutoff. The parts run
+with SCIP's defaults; each part is submitted with the best incumbent known then − 1
+(the ramp-up's or a finished part's, as the prove flow does). `--hard-family` and
+`--hard-params` (JSON) pick another instance (knights domination 17×17:
+`--hard-family domination --hard-params '{"piece": "knight", "rows": 17, "cols": 17}'`),
+`--highs-cap` caps the direct HiGHS solve alone.
+
 Not part of the test suite.
 """
 
 import argparse
 import json
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 from puzzlesweep import puzzles
 from puzzlesweep.proof import Proof, best_row, build, solve_one, stored
-from puzzlesweep.solvers import Limits, highs, lookahead, scip
+from puzzlesweep.solvers import Limits, highs, lookahead, ramp, scip
 from puzzlesweep.solvers import split as splitting
 
 # (dims, k, split text, width, known optimum)
@@ -114,11 +123,12 @@ def attempt(path: str, width: int = 3, split: str = "1:0,6") -> None:
         )
 
 
-def _solve_part(params: dict, text: str, index: int, cutoff: float, cap: float) -> tuple:
-    """(index, status, objective, bound, nodes, seconds) of one tree part solved by SCIP
-    (in a worker process: the model is rebuilt there, as a Dask worker does)."""
-    family = puzzles.get("no_k_in_row")
-    model = family.model(family.Params(**params))
+def _solve_part(family: str, params: dict, text: str, index: int, cutoff, cap: float) -> tuple:
+    """(index, status, objective, bound, nodes, seconds, cpu seconds) of one tree part
+    solved by SCIP with its defaults (in a worker process: the model is rebuilt there,
+    as a Dask worker does)."""
+    module = puzzles.get(family)
+    model = module.model(module.Params(**params))
     split, _ = lookahead.tree_split(text, model.num_cols)
     started, cpu = time.perf_counter(), time.process_time()
     r = scip.solve(splitting.restrict(model, split, split.parts[index], cutoff), Limits(cap))
@@ -135,49 +145,96 @@ def makespan(seconds: list[float], workers: int = 2) -> float:
     return max(free)
 
 
-def hard(params: dict, leaves: int, cap: float, probe_seconds: float) -> None:
-    """Print the direct solves of `params` (plain HiGHS, plain SCIP) and its lookahead
-    tree's parts on 2 worker processes, with the ratios of the module docstring."""
-    family = puzzles.get("no_k_in_row")
-    model = family.model(family.Params(**params))
-    name = f"{'x'.join(map(str, params['dims']))} k={params['k']}"
-    direct_s = {}
+def _directs(model, name: str, caps: dict) -> dict:
+    """Print plain HiGHS and plain SCIP on the whole `model` (`caps`: engine name →
+    seconds); returns engine name → CPU seconds."""
+    cpu_of = {}
     for engine in (highs, scip):
         started, cpu = time.perf_counter(), time.process_time()
-        r = engine.solve(model, Limits(cap))
-        direct_s[r.solver] = time.process_time() - cpu
+        r = engine.solve(model, Limits(caps[engine.__name__.rsplit(".", 1)[-1]]))
+        cpu_of[r.solver] = time.process_time() - cpu
         print(f"{name} direct {r.solver:5s} {text(r.status, r.objective, r.bound):>16s} "
               f"nodes {r.nodes:8d} {time.perf_counter() - started:8.1f} s wall "
-              f"{direct_s[r.solver]:8.1f} s cpu", flush=True)  # fmt: skip
-    started = time.process_time()  # the probe: an incumbent for the cutoff, as --probe
+              f"{cpu_of[r.solver]:8.1f} s cpu", flush=True)  # fmt: skip
+    return cpu_of
+
+
+def _lookahead_tree(model, leaves: int, probe_seconds: float) -> tuple[str, float, float]:
+    """(tree, CPU seconds, cutoff) of a probe (SCIP on the whole for `probe_seconds`, as
+    `prove --probe` does) and the lookahead tree grown under its incumbent − 1."""
+    started = time.process_time()
     probe = scip.solve(model, Limits(probe_seconds))
     model.start = probe.solution or model.start
     tree = lookahead.resolve(model, f"lookahead:{leaves}")
     grow = time.process_time() - started
-    split, _ = lookahead.tree_split(tree, model.num_cols)
     cutoff = round(sum(c * x for c, x in zip(model.costs, model.start, strict=True))) - 1
     print(f"probe {probe_seconds:.0f} s: {text(probe.status, probe.objective, probe.bound)}")
-    print(f"tree of {len(split.parts)} leaves grown in {grow:.1f} s: --split {tree}")
-    started, rows = time.perf_counter(), []
+    print(f"tree of {leaves} leaves grown in {grow:.1f} s cpu: --split {tree}")
+    return tree, grow, cutoff
+
+
+def _ramp_tree(model, nodes: int) -> tuple[str, float, float | None]:
+    """(tree, CPU seconds, cutoff) of a ramp-up of `nodes` nodes (`--split nodes:N`); the
+    cutoff is its incumbent − 1."""
+    started = time.process_time()
+    found = ramp.ramp_up(model, nodes)
+    grow = time.process_time() - started
+    print(f"ramp-up {found.nodes} nodes ({found.status}): "
+          f"{text('-', found.objective, found.bound)}, {found.open} open nodes, "
+          f"{found.closed} closed leaves, {found.seconds:.1f} s wall {grow:.1f} s cpu")  # fmt: skip
+    print(f"--split {found.tree}")
+    return found.tree, grow, ramp.cutoff(found)
+
+
+def _parts(family: str, params: dict, tree: str, split, cutoff, cap: float) -> list[tuple]:
+    """Solve the parts of `tree` in preorder on 2 worker processes, each submitted with
+    the best incumbent known then − 1 as its cutoff (the tree's own cutoff at first, as
+    the prove flow does); prints each; returns the rows of `_solve_part` in part order,
+    each with its cutoff appended."""
+    rows, pending, best = {}, {}, cutoff
+    todo = list(range(len(split.parts)))
     with ProcessPoolExecutor(2) as pool:
-        jobs = [(params, tree, i, cutoff, cap) for i in range(len(split.parts))]
-        for row in pool.map(_solve_part, *zip(*jobs, strict=True)):
-            rows.append(row)
-            print(f"  part {row[0]:3d} {split.parts[row[0]].label:40s} {row[1]:10s} "
-                  f"bound {row[3]} nodes {row[4]:7d} {row[5]:7.1f} s wall {row[6]:7.1f} s cpu",
-                  flush=True)  # fmt: skip
+        while todo or pending:
+            while todo and len(pending) < 2:
+                index = todo.pop(0)
+                job = pool.submit(_solve_part, family, params, tree, index, best, cap)
+                pending[job] = best
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for job in done:
+                row = (*job.result(), pending.pop(job))
+                rows[row[0]] = row
+                if row[2] is not None and (best is None or row[2] - 1 < best):
+                    best = round(row[2]) - 1.0
+                print(f"  part {row[0]:3d} {split.parts[row[0]].label[:40]:40s} {row[1]:10s} "
+                      f"cutoff {row[7]} bound {row[3]} nodes {row[4]:7d} {row[5]:7.1f} s wall "
+                      f"{row[6]:7.1f} s cpu", flush=True)  # fmt: skip
+    return [rows[i] for i in sorted(rows)]
+
+
+def hard(family: str, params: dict, tree_of, caps: dict) -> None:
+    """Print the direct solves of `params` (plain HiGHS, plain SCIP), the tree `tree_of`
+    grows (model → (tree, CPU seconds, cutoff)) and its parts on 2 worker processes,
+    with the ratios of the module docstring."""
+    module = puzzles.get(family)
+    model = module.model(module.Params(**params))
+    name = f"{family} " + " ".join(f"{k}={v}" for k, v in params.items())
+    direct_s = _directs(model, name, caps)
+    tree, grow, cutoff = tree_of(model)
+    split, _ = lookahead.tree_split(tree, model.num_cols)
+    started = time.perf_counter()
+    rows = _parts(family, params, tree, split, cutoff, caps["parts"])
     wall = time.perf_counter() - started + grow
-    lowers = [splitting.part_lower(r[1], r[3], cutoff, True) for r in rows]
-    incumbent = min([cutoff + 1] + [r[2] for r in rows if r[2] is not None])
-    proven = min(lowers) >= incumbent - 1e-6
-    ref = direct_s["scip"]
-    cpu = [r[6] for r in rows]
+    lowers = [splitting.part_lower(r[1], r[3], r[7], True) for r in rows]
+    found = [r[2] for r in rows if r[2] is not None] + ([] if cutoff is None else [cutoff + 1])
+    incumbent = min(found, default=None)
+    proven = incumbent is not None and min(lowers) >= incumbent - 1e-6
+    ref, cpu = direct_s["scip"], [r[6] for r in rows]
     print(f"split: {'proven' if proven else 'not proven'}: bound {min(lowers)} with incumbent "
-          f"{incumbent}; wall {wall:.1f} s on 2 processes (probe, tree {grow:.1f} s)")  # fmt: skip
+          f"{incumbent}; wall {wall:.1f} s on 2 processes (tree {grow:.1f} s)")  # fmt: skip
     print(f"in cpu seconds against direct SCIP {ref:.1f} s (HiGHS {direct_s['highs']:.1f} s): "
-          f"largest part {max(cpu) / ref:.2f}x, sum of parts {sum(cpu) / ref:.2f}x, "
-          f"wall on 2 dedicated workers {(makespan(cpu) + grow) / ref:.2f}x "
-          f"(targets 0.2, 1.5, 0.6)")  # fmt: skip
+          f"largest part {max(cpu) / ref:.2f}x, sum of parts {sum(cpu) / ref:.2f}x "
+          f"(with the tree {(sum(cpu) + grow) / ref:.2f}x), wall on 2 dedicated workers "
+          f"{(makespan(cpu) + grow) / ref:.2f}x (targets 0.2, 1.5, 0.6)")  # fmt: skip
 
 
 def main() -> None:
@@ -185,16 +242,32 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cap", type=float, default=120.0, help="seconds per solve or part")
     parser.add_argument("--catalog", help="read the 6x7x6 attempt from this catalog")
-    parser.add_argument("--hard", action="store_true", help="the lookahead split of HARD")
+    parser.add_argument("--hard", action="store_true", help="the solver's split of HARD")
     parser.add_argument("--leaves", type=int, default=16, help="leaves of --hard's tree")
+    parser.add_argument("--nodes", type=int, help="--hard: the ramp-up's tree of N nodes")
     parser.add_argument("--hard-cap", type=float, default=900.0, help="seconds per solve")
-    parser.add_argument("--hard-dims", help="another instance for --hard, e.g. 8,8")
+    parser.add_argument("--highs-cap", type=float, help="direct HiGHS seconds [--hard-cap]")
+    parser.add_argument("--hard-family", default="no_k_in_row")
+    parser.add_argument("--hard-params", help='JSON, e.g. {"dims": [12, 12], "k": 3}')
+    parser.add_argument("--hard-dims", help="another no_k_in_row board for --hard, e.g. 8,8")
     parser.add_argument("--hard-k", type=int, default=HARD["k"])
     parser.add_argument("--probe", type=float, default=10.0, help="--hard's probe seconds")
     args = parser.parse_args()
     if args.hard:
         dims = [int(d) for d in args.hard_dims.split(",")] if args.hard_dims else HARD["dims"]
-        hard({"dims": dims, "k": args.hard_k}, args.leaves, args.hard_cap, args.probe)
+        params = (
+            json.loads(args.hard_params) if args.hard_params else {"dims": dims, "k": args.hard_k}
+        )
+        caps = {
+            "highs": args.highs_cap or args.hard_cap,
+            "scip": args.hard_cap,
+            "parts": args.hard_cap,
+        }
+        if args.nodes:
+            tree_of = lambda model: _ramp_tree(model, args.nodes)  # noqa: E731
+        else:
+            tree_of = lambda model: _lookahead_tree(model, args.leaves, args.probe)  # noqa: E731
+        hard(args.hard_family, params, tree_of, caps)
         return
     print(f"{'instance':18s} {'direct':>16s} {'s':>7s}   {'split':>16s} {'s':>7s} {'parts':>5s}")
     for dims, k, split, width, optimum in INSTANCES:
