@@ -14,7 +14,8 @@ from puzzlesweep import catalog, certificate, puzzles
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows.cluster import dask_cluster
 from puzzlesweep.flows.prove import run_prove
-from puzzlesweep.proof import Proof, build, recheck, solve_one, stored
+from puzzlesweep.proof import Proof, build, solve_one, stored
+from puzzlesweep.recheck import recheck
 from puzzlesweep.solvers import Limits, highs
 from puzzlesweep.solvers import split as splitting
 

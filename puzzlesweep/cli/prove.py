@@ -206,7 +206,7 @@ def _proof(family, params, split, width, solver, time_limit, cutoff):
 def _print_recheck(catalog_path: str, proof, resolve_seconds: float | None) -> None:
     """`prove --check`: print each problem of the stored certificate (exit 1 if any),
     or one line saying it holds."""
-    from puzzlesweep.proof import recheck
+    from puzzlesweep.recheck import recheck
 
     _print_problems(recheck(catalog_path, proof, resolve_seconds))
     out.print(f"certificate {proof.key} in {catalog_path} holds", highlight=False)
