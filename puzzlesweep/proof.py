@@ -29,7 +29,7 @@ optionally re-solves parts to confirm their bounds.
 import hashlib
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 
 from puzzlesweep import __version__, catalog, puzzles
@@ -109,13 +109,8 @@ def _verified(family, params, result) -> dict:
 def solve_whole(proof: Proof, limits: Limits, run_id: str) -> dict:
     """The row of a direct solve of the whole instance (the probe: solver `proof.solver`)."""
     instance, model, _, _ = build(proof)
-    family = puzzles.get(proof.family)
-    row = empty_row(instance, proof.solver, limits)
     result = mip_engine(proof.solver).solve(model, limits)
-    row.update(result_fields(result))
-    row.update(_verified(family, instance.params, result))  # may replace error
-    row.update(finished_at=datetime.now(UTC), run_id=run_id, sweep=f"prove-{proof.key}")
-    return row
+    return _whole_row(proof, instance, limits, run_id, _fields(proof, instance, result))
 
 
 def solve_one(proof: Proof, index: int, cutoff: float | None, limits: Limits, run_id: str) -> dict:
@@ -123,26 +118,92 @@ def solve_one(proof: Proof, index: int, cutoff: float | None, limits: Limits, ru
     its catalog row: status, objective (verified against the whole instance: a part's
     solution is a solution of the instance), bound, and `subproblem`, the JSON of the
     part's handle with its cutoff, its lower limit (`split.part_lower`) and the key."""
-    instance, model, split, _ = build(proof)
+    built = instance, model, split, _ = build(proof)
+    restricted = splitting.restrict(model, split, split.parts[index], cutoff)
+    result = mip_engine(proof.solver).solve(restricted, limits)
+    fields = _fields(proof, instance, result)
+    return _part_row(proof, built, index, cutoff, limits, run_id, fields)
+
+
+def _fields(proof: Proof, instance: Instance, result) -> dict:
+    """The row fields of a solver result: its figures, and its solution (a raw MIP
+    column vector) decoded and verified against the whole instance."""
     family = puzzles.get(proof.family)
+    fields = result_fields(result)
+    return {**fields, **_verified(family, instance.params, result)}  # may replace error
+
+
+def _whole_row(proof: Proof, instance: Instance, limits: Limits, run_id: str, fields) -> dict:
+    """The probe's catalog row: `fields` over an empty row of the instance."""
+    row = {**empty_row(instance, proof.solver, limits), "finished_at": datetime.now(UTC)}
+    return {**row, **fields, "run_id": run_id, "sweep": f"prove-{proof.key}"}
+
+
+def _part_row(proof: Proof, built, index, cutoff, limits: Limits, run_id: str, fields) -> dict:
+    """Part `index`'s catalog row: `fields` (status, bound, ...) over an empty row, and
+    its `subproblem` handle with the lower limit they prove; `built`: `build(proof)`."""
+    instance, model, split, _ = built
     part = split.parts[index]
-    row = empty_row(instance, PART_SOLVER.format(proof.solver), limits)
-    result = mip_engine(proof.solver).solve(splitting.restrict(model, split, part, cutoff), limits)
-    lower = splitting.part_lower(
-        result.status, result.bound, cutoff, splitting.integral_objective(model)
-    )
+    row = {**empty_row(instance, PART_SOLVER.format(proof.solver), limits), **fields}
+    integral = splitting.integral_objective(model)
+    lower = splitting.part_lower(row["status"], row["bound"], cutoff, integral)
     handle = json.loads(part.to_json())
     handle.update(key=proof.key, cutoff=cutoff, lower=json_number(lower), parts=len(split.parts))
-    row.update(result_fields(result))
-    row.update(_verified(family, instance.params, result))  # may replace error
     row.update(
         params_key=f"{proof.key}.{index}",
-        finished_at=datetime.now(UTC),
+        finished_at=fields.get("finished_at") or datetime.now(UTC),
         run_id=run_id,
         sweep=f"prove-{proof.key}",
         subproblem=json.dumps(handle, separators=(",", ":")),
     )
     return row
+
+
+def part_request(
+    proof: Proof, index: int | None, cutoff: float | None, limits: Limits, run_id: str
+) -> dict:
+    """The JSON request that solves part `index` of `proof` (None: the probe) in a solver
+    child process (`flows.isolate`); it names the family, solver and limits as an
+    instance's request does, so a child that dies still gives a row (`failed_row`)."""
+    return {
+        "family": proof.family,
+        "solver": proof.solver,
+        "time_limit": limits.time_limit,
+        "node_limit": limits.node_limit,
+        "proof": asdict(proof),
+        "index": index,
+        "cutoff": cutoff,
+        "run_id": run_id,
+    }
+
+
+def _from_request(request: dict) -> tuple[Proof, Limits]:
+    """The attempt and the limits of a `part_request`."""
+    fields = request["proof"]
+    proof = Proof(**{**fields, "limits": Limits(**fields["limits"])})
+    return proof, replace(proof.limits, time_limit=request["time_limit"])
+
+
+def solve_request(request: dict) -> dict:
+    """The row of a `part_request`: `solve_one`, or `solve_whole` for the probe. Raises
+    what they raise (MemoryError under the child's memory limit)."""
+    proof, limits = _from_request(request)
+    if request["index"] is None:
+        return solve_whole(proof, limits, request["run_id"])
+    return solve_one(proof, request["index"], request["cutoff"], limits, request["run_id"])
+
+
+def failed_row(request: dict, failure: dict) -> dict:
+    """The row of a `part_request` whose solver child died, was killed past its time
+    limit or ran out of memory: `failure`'s status (`error` or `time_limit`), error and
+    times, no solution and no bound, so a part's lower limit is −inf (nothing proven)."""
+    proof, limits = _from_request(request)
+    keep = ("status", "error", "solve_seconds", "started_at", "finished_at")
+    fields = {key: failure[key] for key in keep if key in failure}
+    built, index, run_id = build(proof), request["index"], request["run_id"]
+    if index is None:
+        return _whole_row(proof, built[0], limits, run_id, fields)
+    return _part_row(proof, built, index, request["cutoff"], limits, run_id, fields)
 
 
 def json_number(value: float) -> float | str:

@@ -24,6 +24,7 @@ from puzzlesweep.cli.common import (
     fail,
     out,
     parse_assignments,
+    parse_memory,
     refuse_together,
     run_errors,
 )
@@ -47,6 +48,14 @@ CertificateOption = Annotated[
     typer.Option(
         help="A certificate file (JSON): written after a proving run, read by --check "
         "(which then needs no catalog and takes --split and --width from the file)"
+    ),
+]
+PartMemoryOption = Annotated[
+    str | None,
+    typer.Option(
+        "--memory-limit",
+        help="Memory per part's solver process, e.g. 2GiB [default: the Dask worker's "
+        "limit per thread]",
     ),
 ]
 ResolveOption = Annotated[
@@ -78,6 +87,7 @@ def prove(
     certificate: CertificateOption = None,
     resolve: ResolveOption = False,
     dashboard_address: DashboardOption = None,
+    memory_limit: PartMemoryOption = None,
 ) -> None:
     """Prove one instance's optimum by splitting its MIP into parts solved on Dask.
 
@@ -88,7 +98,9 @@ def prove(
     catalog_path = location or catalog.default_catalog()
     resolve_seconds = time_limit if resolve else None
     try:
-        _refuse_prove_conflicts(address, workers, check, wall, probe, resolve, solver)
+        running = {"--wall": wall, "--probe": probe or None, "--memory-limit": memory_limit}
+        _refuse_prove_conflicts(address, workers, check, running, resolve, solver)
+        memory = parse_memory(memory_limit)
         if check and certificate:
             _print_file_check(family, params, split, width, solver, resolve_seconds, certificate)
             return
@@ -104,7 +116,8 @@ def prove(
     if check:
         _print_recheck(catalog_path, proof, resolve_seconds)
         return
-    report = _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard_address)
+    options = (address, workers, probe, wall, dashboard_address, memory)
+    report = _run_prove(proof, catalog_path, *options)
     _print_report(f"{family} {' '.join(params or [])} split {proof.split}", proof, report)
     if certificate:
         _write_certificate(catalog_path, proof, certificate)
@@ -140,21 +153,17 @@ def _print_report(title: str, proof, report: dict) -> None:
     )
 
 
-def _refuse_prove_conflicts(address, workers, check: bool, wall, probe, resolve, solver) -> None:
+def _refuse_prove_conflicts(address, workers, check: bool, running: dict, resolve, solver) -> None:
     """Raise BadInput naming two `prove` options that do not go together: a cluster's
     address with a local cluster's size, `--check` (which solves nothing) with any
-    option about solving, `--resolve` without `--check`, or an engine for `--check`
-    without `--resolve` (the engine only re-solves parts)."""
+    option about solving (`running`: option → value, None when not given), `--resolve`
+    without `--check`, or an engine for `--check` without `--resolve` (the engine only
+    re-solves parts)."""
     refuse_together(
         {"--address": address, "--workers": workers},
         "--workers sizes a local cluster, and --address uses a cluster already started",
     )
-    for option, value in (
-        ("--wall", wall),
-        ("--probe", probe or None),
-        ("--address", address),
-        ("--workers", workers),
-    ):
+    for option, value in {**running, "--address": address, "--workers": workers}.items():
         refuse_together(
             {"--check": check, option: value},
             "--check only re-reads the stored certificate, it solves nothing",
@@ -318,11 +327,12 @@ def _stopped_by_signals():
             signal.signal(number, handling)
 
 
-def _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard_address) -> dict:
+def _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard, memory) -> dict:
     """Run the attempt on the cluster at `address` (checked first: a port that accepts
     and never answers exits 2 in 10 s) or on a local one of `workers` (default: the
-    cores), announcing its links on stderr; returns `flows.prove.run_prove`'s report.
-    A run's failures exit as `run_errors` says."""
+    cores), each part under `memory` bytes (None: the worker's share), announcing its
+    links on stderr; returns `flows.prove.run_prove`'s report. A run's failures exit as
+    `run_errors` says."""
     from puzzlesweep.flows.cluster import probe_scheduler, quiet_dask
     from puzzlesweep.flows.prove import run_prove
 
@@ -337,6 +347,7 @@ def _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard_add
             workers or CORES,
             probe,
             wall,
-            dashboard_address,
+            dashboard,
             announce=lambda line: err.print(line, highlight=False, soft_wrap=True),
+            memory_limit=memory,
         )
