@@ -1,8 +1,6 @@
 """`puzzlesweep prove` (one hard instance split into parts, its certificate written and
 re-checked, from the catalog or from a certificate file alone)."""
 
-import signal
-from contextlib import contextmanager
 from typing import Annotated
 
 import typer
@@ -28,6 +26,7 @@ from puzzlesweep.cli.common import (
     refuse_together,
     run_errors,
 )
+from puzzlesweep.cli.stopping import stopped_by_signals
 from puzzlesweep.core import BadInput, validation_message
 
 SplitOption = Annotated[
@@ -295,38 +294,6 @@ def _write_certificate(catalog_path: str, proof, path: str) -> None:
     out.print(f"certificate written to {path}", highlight=False)
 
 
-@contextmanager
-def _stopped_by_signals():
-    """While the proof runs, SIGINT and SIGTERM raise KeyboardInterrupt in this (main)
-    thread, so the run's row ends `interrupted` and its cluster closes before the exit
-    (Prefect's own SIGTERM bridge hands the signal back to this handler once it has
-    marked the flow run crashed). Exits 128 + the signal with one line; finished parts
-    stay in the catalog and a re-run solves the rest."""
-    caught: list[int] = []
-
-    def handler(signum, frame) -> None:
-        caught.append(signum)
-        raise KeyboardInterrupt
-
-    from prefect.exceptions import TerminationSignal
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    except (KeyboardInterrupt, TerminationSignal) as exc:
-        # Prefect's bridge may also end the flow with its TerminationSignal itself.
-        caught += [exc.signal] if isinstance(exc, TerminationSignal) else []
-        number = caught[0] if caught else signal.SIGINT
-        name = "SIGTERM" if number == signal.SIGTERM else "Ctrl-C"
-        raise fail(
-            f"{name}: the proof stopped; finished parts are kept, run it again to go on",
-            128 + number,
-        ) from None
-    finally:
-        for number, handling in previous.items():
-            signal.signal(number, handling)
-
-
 def _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard, memory) -> dict:
     """Run the attempt on the cluster at `address` (checked first: a port that accepts
     and never answers exits 2 in 10 s) or on a local one of `workers` (default: the
@@ -337,7 +304,7 @@ def _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard, me
     from puzzlesweep.flows.prove import run_prove
 
     quiet_dask()
-    with run_errors(), _stopped_by_signals():
+    with run_errors(), stopped_by_signals("the proof stopped; finished parts are kept"):
         if address:
             probe_scheduler(address)
         return run_prove(
