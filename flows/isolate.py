@@ -96,7 +96,7 @@ class Child:
     def _start(self) -> subprocess.Popen:
         """A new child, once it has imported the solvers and said `ready` (its start-up,
         a second or more on a loaded machine, is not charged to an instance)."""
-        command = [sys.executable, "-m", "puzzlesweep.flows.isolate"]
+        command = [sys.executable, "-P", "-m", "puzzlesweep.flows.isolate"]  # -P: not the cwd
         if self.memory_limit is not None:
             command.append(str(self.memory_limit))
         process = subprocess.Popen(
