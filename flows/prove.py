@@ -231,8 +231,8 @@ def _report(
     """{"run_id" (the run that wrote the combined `row`), "key", "parts" (`total`),
     "stored" (final parts found in the catalog), "solved" (parts solved now), "missing"
     (parts without a row), "closed" (parts optimal or infeasible), "at_limit" (parts
-    stopped by a limit), "status", "objective", "bound", "seconds" (since `started`,
-    perf_counter), "row"}."""
+    stopped by a limit), "errors" (parts whose solver failed: crashed, out of memory),
+    "status", "objective", "bound", "seconds" (since `started`, perf_counter), "row"}."""
     return {
         "run_id": row["run_id"],
         "key": proof.key,
@@ -242,6 +242,7 @@ def _report(
         "missing": sum(1 for i in range(total) if i not in parts),
         "closed": sum(1 for r in parts.values() if r["status"] in ("optimal", "infeasible")),
         "at_limit": sum(1 for r in parts.values() if r["status"] in ("time_limit", "node_limit")),
+        "errors": sum(1 for r in parts.values() if r["status"] == "error"),
         "status": row["status"],
         "objective": row["objective"],
         "bound": row["bound"],

@@ -35,7 +35,7 @@ from puzzlesweep.flows.cluster import (
     prefect_api,
     worker_identity,
 )
-from puzzlesweep.solvers import Limits
+from puzzlesweep.solvers import Limits, frontier
 from puzzlesweep.solvers.frontier import sharded
 from puzzlesweep.solvers.frontier.sharded import ShardedRun, Step
 
@@ -176,6 +176,7 @@ def catalog_row(family, p, report: dict, wall_seconds: float | None, started_at)
     row = empty_row(Instance(family.NAME, p), SOLVER, Limits(wall_seconds or 1.0))
     solution = report["solution"]
     row.update(
+        solver_version=frontier.VERSION,
         status=report["status"],
         objective=report["objective"],
         bound=report["bound"],
@@ -190,15 +191,27 @@ def catalog_row(family, p, report: dict, wall_seconds: float | None, started_at)
     return row
 
 
-def write_row(catalog_path: str, family, p, report: dict, wall_seconds, started_at) -> None:
+SAME_ANSWER = """
+SELECT count(*) FROM results WHERE params_key = ? AND solver = ? AND status = ?
+AND objective IS NOT DISTINCT FROM ? AND bound IS NOT DISTINCT FROM ?
+AND time_limit IS NOT DISTINCT FROM ?"""
+
+
+def write_row(catalog_path: str, family, p, report: dict, wall_seconds, started_at) -> bool:
     """Append instance `p`'s `catalog_row` to the catalog at `catalog_path` as its own
-    commit, under a new run id and sweep `search`. Raises as `catalog.write_batch`."""
+    commit, under a new run id and sweep `search`; False (nothing written) when a row of
+    the same answer under the same limit is there already (a re-run of a finished
+    search). Raises as `catalog.write_batch`."""
     from uuid import uuid4
 
     from puzzlesweep import __version__, catalog
 
     row = catalog_row(family, p, report, wall_seconds, started_at)
+    if catalog.exists(catalog_path) and catalog.files(catalog_path):
+        keys = ("params_key", "solver", "status", "objective", "bound", "time_limit")
+        if catalog.query(catalog_path, SAME_ANSWER, [row[k] for k in keys])[1][0][0]:
+            return False
     run_id = f"{started_at:%Y%m%dT%H%M%S}-{uuid4().hex[:6]}"
     row.update(run_id=run_id, sweep="search", puzzlesweep_version=__version__)
     row["schema_version"] = catalog.SCHEMA_VERSION
-    catalog.write_batch(catalog_path, family.Params, [row], f"{run_id}-search")
+    return catalog.write_batch(catalog_path, family.Params, [row], f"{run_id}-search")

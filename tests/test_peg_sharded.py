@@ -134,8 +134,15 @@ def test_a_folder_of_another_search_is_refused(tmp_path):
     from puzzlesweep.solvers.frontier import sharded
 
     sharded.plan(ShardedRun(_all_starts(4), str(tmp_path), 2))
-    with pytest.raises(ValueError, match="holds another search"):
+    with pytest.raises(ValueError, match="holds a search of 2 shards, not 3"):
         sharded.plan(ShardedRun(_all_starts(4), str(tmp_path), 3))
+    with pytest.raises(ValueError, match=r"holds another search \(of another board"):
+        sharded.plan(ShardedRun(_all_starts(5), str(tmp_path), 2))
+    (tmp_path / "file").write_text("")
+    for bad in ("file", "file/below"):  # a file, and a folder under a file
+        with pytest.raises(ValueError, match=r"cannot be made: .*file is not a directory"):
+            sharded.check_folder(ShardedRun(_all_starts(4), str(tmp_path / bad), 2))
+    assert not (tmp_path / "file").read_text()
     with pytest.raises(ValueError, match="answers min_moves"):
         ShardedRun(peg.problem(4, [0], None, "solve"), str(tmp_path), 2)
 
@@ -168,18 +175,18 @@ def test_the_search_command_writes_the_row_and_a_rerun_resumes(prefect_api, sche
     # One instance, T_5 from hole 4, sharded on the test's two workers (the command run
     # in this process): the fewest moves the one-process search finds (9: no start of
     # T_5 does better, A127500), its row in the catalog replayed; the same command again
-    # makes no layer and says the same.
+    # makes no layer, says the same and writes no second row.
     one = frontier.solve(peg.search(peg.Params(side=5, start=4, question="min_moves")), Limits(60))
     assert (one.status, one.objective) == ("optimal", A127500[5])
     folder, catalog = tmp_path / "t5-4", tmp_path / "catalog"
     args = ["search", "peg_solitaire", "side=5", "start=4", "--folder", str(folder)]
     args += ["--address", scheduler, "--catalog", str(catalog)]
-    for made in ("[1-9][0-9]* layers made now", "0 layers made now"):
+    for made, row in (("[1-9][0-9]* layers made now", "now"), ("0 layers made now", "already")):
         done = CliRunner().invoke(app, args)
         assert done.exit_code == 0, done.stderr
         assert re.search(rf"status optimal  fewest moves 9  bound 9  {made}", done.stdout)
-    row = (4, "frontier-sharded", "optimal", 9, 9, None, True)
-    assert _rows(catalog) == [row, row]
+        assert f"its row is {row} in" in done.stderr
+    assert _rows(catalog) == [(4, "frontier-sharded", "optimal", 9, 9, None, True)]
 
 
 @pytest.mark.slow

@@ -120,6 +120,8 @@ def prove(
     _print_report(f"{family} {' '.join(params or [])} split {proof.split}", proof, report)
     if certificate:
         _write_certificate(catalog_path, proof, certificate)
+    if report["errors"]:  # their rows prove nothing; the catalog says why
+        raise fail(f"{report['errors']} parts ended in error: see their rows' error column", 1)
 
 
 def _check_run_options(proof, catalog_path, wall, probe, workers, dashboard, address) -> None:
@@ -146,7 +148,7 @@ def _print_report(title: str, proof, report: dict) -> None:
         f"bound {cell_text(report['bound'])}  parts {report['parts']} "
         f"({report['stored']} from the catalog, {report['solved']} solved now, "
         f"{report['missing']} missing; {report['closed']} closed, {report['at_limit']} "
-        "stopped at a limit)  "
+        f"stopped at a limit, {report['errors']} in error)  "
         f"{report['seconds']:.1f} s",
         highlight=False,
     )

@@ -69,7 +69,6 @@ def search(
     start hole asks for one instance, whose row is also written to the catalog. A
     re-run with the same --folder resumes from its last finished layer."""
     from puzzlesweep import puzzles
-    from puzzlesweep.solvers.frontier.sharded import check_folder
 
     catalog_path = location or catalog.default_catalog()
     try:
@@ -83,7 +82,6 @@ def search(
         run, verify, p = _search_run(family, params, folder, shards, parse_memory(memory_limit))
         if p is not None:
             catalog.check_writable(catalog_path)
-        check_folder(run)  # the last check: it writes the folder's run.json
     except ValidationError as exc:
         raise fail(f"{family}: {validation_message(exc, puzzles.get(family).Params)}") from None
     except (BadInput, ValueError) as exc:
@@ -102,23 +100,25 @@ def search(
         from puzzlesweep.flows.shard import write_row
 
         with run_errors():
-            write_row(catalog_path, puzzles.get(family), p, report, wall, started_at)
-        err.print(f"its row is in {catalog_path}", highlight=False)
+            new = write_row(catalog_path, puzzles.get(family), p, report, wall, started_at)
+        err.print(f"its row is {'now' if new else 'already'} in {catalog_path}", highlight=False)
 
 
 def _search_run(family: str, params, folder: str, shards: int, memory: int | None):
     """(the `ShardedRun`, its `verify(path)`, the instance's Params or None for every
     start). Raises BadInput for a family without a sharded search, ValueError or
-    ValidationError for bad params."""
+    ValidationError for bad params or a folder that cannot hold this search."""
     from puzzlesweep import puzzles
     from puzzlesweep.solvers.frontier import MEMORY
-    from puzzlesweep.solvers.frontier.sharded import ShardedRun
+    from puzzlesweep.solvers.frontier.sharded import ShardedRun, check_folder
 
     module = puzzles.get(family)
     if not hasattr(module, "min_moves_search"):
         raise BadInput(f"family {family} has no sharded search (peg_solitaire has one)")
     problem, verify, p = module.min_moves_search(parse_assignments(params or []))
-    return ShardedRun(problem, folder, shards, memory or MEMORY), verify, p
+    run = ShardedRun(problem, folder, shards, memory or MEMORY)
+    check_folder(run, write=False)  # written once the cluster answers
+    return run, verify, p
 
 
 def _run_search(run, verify, address, workers, dashboard, wall) -> dict:
@@ -132,4 +132,18 @@ def _run_search(run, verify, address, workers, dashboard, wall) -> dict:
     with run_errors(), stopped_by_signals(f"the search stopped; its layers are in {run.folder}"):
         if address:
             probe_scheduler(address)
+        _check_folder(run)  # the last check, once the cluster answers: it writes run.json
         return run_search(run, verify, address, workers, dashboard, wall, announce)
+
+
+def _check_folder(run) -> None:
+    """`sharded.check_folder` (which writes the folder's `run.json`), its failures as
+    BadInput naming the folder."""
+    from puzzlesweep.solvers.frontier.sharded import check_folder
+
+    try:
+        check_folder(run)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    except OSError as exc:  # a read-only file system, seen only when writing
+        raise BadInput(f"folder {run.folder}: {exc.strerror or exc}") from None

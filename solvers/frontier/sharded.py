@@ -241,17 +241,28 @@ def _cost(run: ShardedRun, target: int, side: str, d: int, size: int) -> float:
     return (made + done) * size / done
 
 
-def check_folder(run: ShardedRun) -> None:
-    """Write `run.json`, or check that the folder's run is this one. Raises ValueError
-    when the folder holds a search of another problem or shard count."""
-    path = Path(run.folder) / "run.json"
+def check_folder(run: ShardedRun, write: bool = True) -> None:
+    """Check that the folder's run is this one, or (`write`) write its `run.json`.
+    Raises ValueError when the folder holds a search of another problem or shard count,
+    or is not a directory that can be written (a file, a parent without permission)."""
+    folder = Path(run.folder)
+    path = folder / "run.json"
     mine = fingerprint(run)
     if path.exists():
         if (theirs := json.loads(path.read_text())) != mine:
-            raise ValueError(f"{run.folder} holds another search ({theirs}), not {mine}")
+            if {**theirs, "shards": run.shards} == mine:
+                raise ValueError(
+                    f"{run.folder} holds a search of {theirs['shards']} shards, not {run.shards}"
+                )
+            raise ValueError(f"{run.folder} holds another search (of another board or starts)")
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _write_json(path, mine)
+    existing = next(p for p in (folder, *folder.resolve().parents) if p.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        why = "is not a directory" if not existing.is_dir() else "cannot be written"
+        raise ValueError(f"folder {run.folder} cannot be made: {existing} {why}")
+    if write:
+        folder.mkdir(parents=True, exist_ok=True)
+        _write_json(path, mine)
 
 
 def plan(run: ShardedRun) -> Step:
