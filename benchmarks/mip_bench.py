@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/mip_bench.py --only nok --cap 60
     .venv/bin/python benchmarks/mip_bench.py --only knights --knights 12..15 --cap 300
     .venv/bin/python benchmarks/mip_bench.py --only nok --dims 10,10 --k 3 --variants sub-box
+    .venv/bin/python benchmarks/mip_bench.py --only targets --cap 600 [--variants 10,knight]
 
 For each instance and each variant the script builds the family's model (timing the
 build, which includes any starting incumbent), solves it with HiGHS under `--cap`
@@ -186,6 +187,66 @@ def auto_table(cap: float, log) -> None:
                     out.write(json.dumps(record) + "\n")
 
 
+#: Issue 22's MIP targets: (family, params, known optimum and its source, target).
+TARGETS = [
+    ("no_k_in_row", {"dims": [10, 10], "k": 3}, "48 (A181018)", "<= 60 s"),
+    ("no_k_in_row", {"dims": [11, 11], "k": 3}, "57 (A181018)", "<= 30 min"),
+    ("no_k_in_row", {"dims": [12, 12], "k": 3}, "70 (A181018)", "<= 30 min"),
+    ("domination", {"piece": "knight", "rows": 17, "cols": 17}, "46 (A006075)", "<= 60 s"),
+    ("domination", {"piece": "knight", "rows": 18, "cols": 18}, "52 (A006075)", "<= 30 min"),
+    ("domination", {"piece": "knight", "rows": 19, "cols": 19}, "57 (A006075)", "attempted"),
+    ("no_k_in_row", {"dims": [6, 7, 6], "k": 5}, "open, 56..63", "proven"),
+]
+
+
+def targets_table(cap: float, log, only: list[str] | None) -> None:
+    """Each of `TARGETS` (those whose label contains one of `only`, when given) solved
+    three ways under `cap` seconds, one thread each: the family's plain model (no cuts,
+    no start) by HiGHS and by SCIP, and the production model (`family.model`) by the
+    engine `auto` picks; one line each with status, incumbent/dual bound and CPU s."""
+    from puzzlesweep import puzzles
+
+    print(f"\nissue 22 targets (cap {cap:g} s; CPU seconds of this process)")
+    print(f"  {'instance':<34} {'known':<14} {'target':<10} {'plain HiGHS':>20} "
+          f"{'plain SCIP':>20} {'product':>26}")  # fmt: skip
+    for name, raw, known, target in TARGETS:
+        family = puzzles.get(name)
+        label = f"{name} " + " ".join(f"{k}={v}" for k, v in raw.items())
+        if only and not any(o in label for o in only):
+            continue
+        p = family.canonical(make_params(family.Params, raw))
+        plain = {"regions": False} if name == "domination" else {"start": False, "cuts": False}
+        engine = family.auto_solver(p)
+        cells = [
+            _target_cell(family, p, options, solver, cap, log, f"{label}, {how}")
+            for how, options, solver in (
+                ("plain highs", plain, "highs"),
+                ("plain scip", plain, "scip"),
+                (f"product {engine}", {}, engine),
+            )
+        ]
+        print(f"  {label[:34]:<34} {known:<14} {target:<10} {cells[0]:>20} {cells[1]:>20} "
+              f"{engine + ' ' + cells[2]:>26}", flush=True)  # fmt: skip
+
+
+def _target_cell(family, p, options: dict, solver: str, cap: float, log, label: str) -> str:
+    """'sta incumbent/bound CPUs' of `family.model(p, **options)` solved by `solver`
+    under `cap` seconds (model building included in the CPU seconds); its incumbent is
+    checked by the family's verifier; one JSON line appended to `log`."""
+    cpu = time.process_time()
+    result = ENGINES[solver].solve(family.model(p, **options), Limits(cap))
+    cpu = time.process_time() - cpu
+    if result.solution is not None:
+        assert family.verify(p, family.from_mip(p, result.solution)) == round(result.objective)
+    if log:
+        record = {"instance": label, "cap": cap, "status": result.status, "cpu": round(cpu, 1)}
+        record.update(objective=result.objective, bound=result.bound)
+        with open(log, "a") as out:
+            out.write(json.dumps(record) + "\n")
+    num = lambda v: "-" if v is None else f"{v:g}"  # noqa: E731
+    return f"{result.status[:3]} {num(result.objective)}/{num(result.bound)} {cpu:.0f}s"
+
+
 BOTH = ("highs", "scip")
 
 
@@ -294,7 +355,9 @@ def run(name: str, variants, cap: float, log, engines=BOTH, only=None) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Parse the arguments and run the chosen instances."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", default="knights,nok,lines", help="knights, nok, lines, auto")
+    parser.add_argument(
+        "--only", default="knights,nok,lines", help="knights, nok, lines, auto, targets"
+    )
     parser.add_argument("--engines", default="highs,scip", help="highs, scip")
     parser.add_argument("--dims", default="6,7,6", help="no-k-in-a-row box, e.g. 6,7,6")
     parser.add_argument("--k", type=int, default=5, help="no-k-in-a-row run length")
@@ -320,6 +383,8 @@ def main(argv: list[str] | None = None) -> None:
         )
     if "auto" in chosen:
         auto_table(args.cap or 60, args.json)
+    if "targets" in chosen:
+        targets_table(args.cap or 1800, args.json, only)
 
 
 if __name__ == "__main__":

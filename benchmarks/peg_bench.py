@@ -181,7 +181,9 @@ def sweep_starts(side: int) -> None:
 def child(kind: str, side: int, limit: float, memory: int) -> None:
     """Run one measurement under the address-space limit and print it as JSON."""
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    logging.basicConfig(level=logging.INFO, format="  %(message)s", stream=sys.stderr)
+    # force: importing the flows installs Prefect's handler on the root logger, and
+    # without it basicConfig would do nothing and the engine's INFO layer log be dropped
+    logging.basicConfig(level=logging.INFO, format="  %(message)s", stream=sys.stderr, force=True)
     engine = memory - (1 << 30)
     try:
         row = fewest(side, limit, engine) if kind == "fewest" else solvable(side, limit, engine)

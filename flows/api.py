@@ -83,7 +83,7 @@ class TemporaryAPI:
         self._answer: str | None = None
         self._stderr = tempfile.TemporaryFile()  # its last line names why it failed
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "puzzlesweep.flows.api"],
+            [sys.executable, "-P", "-m", "puzzlesweep.flows.api"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=self._stderr,

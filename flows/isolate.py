@@ -26,7 +26,8 @@ puzzlesweep.flows.isolate`) and the worker only waits:
 
 Protocol: one JSON object per line each way. Request: {"family", "params", "solver",
 "time_limit", "node_limit", "count" (optional, false by default)}; reply: the row of
-`solve_instance` with datetimes as ISO text.
+`solve_instance` with datetimes as ISO text. A request that also holds "proof" is one part
+(or the probe) of a split proof (`proof.part_request`), answered with its row.
 The child dies with its parent (PR_SET_PDEATHSIG), so a SIGKILLed worker leaves nothing.
 
 Roads not taken: a `multiprocessing` pool (Dask worker processes are daemonic and may not
@@ -95,7 +96,7 @@ class Child:
     def _start(self) -> subprocess.Popen:
         """A new child, once it has imported the solvers and said `ready` (its start-up,
         a second or more on a loaded machine, is not charged to an instance)."""
-        command = [sys.executable, "-m", "puzzlesweep.flows.isolate"]
+        command = [sys.executable, "-P", "-m", "puzzlesweep.flows.isolate"]  # -P: not the cwd
         if self.memory_limit is not None:
             command.append(str(self.memory_limit))
         process = subprocess.Popen(
@@ -324,11 +325,8 @@ def serve(memory_limit: int | None) -> None:
         import resource
 
         resource.setrlimit(resource.RLIMIT_DATA, (memory_limit, memory_limit))
-    from puzzlesweep import puzzles
-    from puzzlesweep.core import make_params
-    from puzzlesweep.puzzles import Instance
-    from puzzlesweep.solve import empty_row, solve_instance
-    from puzzlesweep.solvers import Limits
+    from puzzlesweep import proof
+    from puzzlesweep.solve import empty_row
 
     out = sys.stdout
     sys.stdout = sys.stderr  # nothing a solver prints may corrupt the replies
@@ -336,22 +334,47 @@ def serve(memory_limit: int | None) -> None:
     out.flush()
     for line in sys.stdin:
         request = json.loads(line)
-        family = puzzles.get(request["family"])
-        instance = Instance(request["family"], make_params(family.Params, request["params"]))
-        limits = Limits(request["time_limit"], request["node_limit"])
         started, out_of_memory = time.perf_counter(), False
         try:
-            row = solve_instance(instance, request["solver"], limits, request.get("count", False))
+            row = proof.solve_request(request) if "proof" in request else _solve(request)
         except MemoryError:  # met again while the row was made, the model's frames alive
             out_of_memory = True
         if out_of_memory:  # those frames, and the memory they held, are gone by now
-            row = empty_row(instance, request["solver"], limits)
-            row.update(error="MemoryError", finished_at=datetime.now(UTC))
+            row = {"status": "error", "error": "MemoryError", "finished_at": datetime.now(UTC)}
             row["solve_seconds"] = time.perf_counter() - started
+            if "proof" not in request:  # a part's row is made by the worker (`failed_row`)
+                row = {**empty_row(_instance(request), request["solver"], _limits(request)), **row}
         if memory_limit is not None and (row["error"] or "").startswith("MemoryError"):
             row["error"] = f"memory limit {mib(memory_limit)} exceeded: {row['error']}"
         out.write(json.dumps(row, default=_iso) + "\n")
         out.flush()
+
+
+def _instance(request: dict):
+    """The `puzzles.Instance` of an instance's request (raises ValidationError)."""
+    from puzzlesweep import puzzles
+    from puzzlesweep.core import make_params
+    from puzzlesweep.puzzles import Instance
+
+    family = puzzles.get(request["family"])
+    return Instance(request["family"], make_params(family.Params, request["params"]))
+
+
+def _limits(request: dict):
+    """The `solvers.Limits` of a request."""
+    from puzzlesweep.solvers import Limits
+
+    return Limits(request["time_limit"], request["node_limit"])
+
+
+def _solve(request: dict) -> dict[str, Any]:
+    """The row of an instance's request (`solve.solve_instance`)."""
+    from puzzlesweep.solve import solve_instance
+
+    limits = _limits(request)
+    return solve_instance(
+        _instance(request), request["solver"], limits, request.get("count", False)
+    )
 
 
 def _iso(value: Any) -> str:

@@ -30,12 +30,15 @@ from prefect.cache_policies import NO_CACHE
 
 from puzzlesweep import catalog
 from puzzlesweep.flows.cluster import (
+    batch_children,
     configured_api,
     dask_cluster,
     dask_runner,
     prefect_api,
     worker_identity,
 )
+from puzzlesweep.flows.faults import retry_transient
+from puzzlesweep.flows.isolate import Children
 from puzzlesweep.flows.submit import submit_all
 from puzzlesweep.proof import (
     PROBE_FIELDS,
@@ -44,10 +47,10 @@ from puzzlesweep.proof import (
     build,
     combined_row,
     cutoff_for,
+    failed_row,
     is_done,
+    part_request,
     replace_limits,
-    solve_one,
-    solve_whole,
     stored,
     write_row,
 )
@@ -55,20 +58,42 @@ from puzzlesweep.solvers import Limits
 from puzzlesweep.solvers import split as splitting
 
 
-@task(name="solve-part", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=2)
+@task(
+    name="solve-part",
+    cache_policy=NO_CACHE,
+    retries=2,
+    retry_delay_seconds=2,
+    retry_condition_fn=retry_transient,
+)
 def solve_part(
-    proof: Proof, index: int | None, cutoff: float | None, limits: Limits, run_id: str, path: str
+    proof: Proof,
+    index: int | None,
+    cutoff: float | None,
+    limits: Limits,
+    run_id: str,
+    path: str,
+    memory_limit: int | None = None,
+    children: Children | None = None,
 ) -> dict:
-    """Solve part `index` (None: the whole instance, the probe) on a worker under
-    `limits` (seconds), with objective <= `cutoff` when given, and write its row to
-    the catalog at `path` (its own commit) before returning it.
-    Raises OSError when the catalog cannot be written (Prefect retries twice)."""
-    if index is None:
-        row, label = solve_whole(proof, limits, run_id), "probe"
-    else:
-        row, label = solve_one(proof, index, cutoff, limits, run_id), f"{index:05d}"
-    row["worker"] = worker_identity()[0]
-    write_row(path, proof, row, label)
+    """Solve part `index` (None: the whole instance, the probe) under `limits`
+    (seconds), with objective <= `cutoff` when given, and write its row to the catalog
+    at `path` (its own commit) before returning it.
+
+    The part runs in this thread's solver child process (`isolate.Child`, leased from
+    `children` or the Dask worker's) under `memory_limit` bytes (default: the worker's
+    memory limit per thread), as a sweep's instances do: a part that crashes its
+    process, runs out of memory or overruns its time limit by `isolate.GRACE` becomes
+    an `error` or `time_limit` row that proves nothing. Raises OSError when the catalog
+    cannot be written (Prefect retries twice) and isolate.Interrupted when the solver
+    was stopped from outside (not retried, nothing written)."""
+    worker, worker_memory = worker_identity()
+    request = part_request(proof, index, cutoff, limits, run_id)
+    with batch_children(children) as held, held.lease(memory_limit or worker_memory) as child:
+        row = child.solve(request)
+    if "sweep" not in row:  # the child died or was killed: a row that proves nothing
+        row = failed_row(request, row)
+    row["worker"] = worker
+    write_row(path, proof, row, "probe" if index is None else f"{index:05d}")
     return row
 
 
@@ -80,9 +105,11 @@ def prove(
     probe_seconds: float = 0.0,
     wall_seconds: float | None = None,
     run_id: str | None = None,
+    memory_limit: int | None = None,
 ) -> dict:
     """Run the attempt `proof` into `catalog_path` with at most `workers` parts in
-    flight, its rows under `run_id` (None: a new one); returns `_report`'s dict.
+    flight, its rows under `run_id` (None: a new one), each part in a solver process
+    under `memory_limit` bytes (`solve_part`); returns `_report`'s dict.
 
     `probe_seconds` > 0 first solves the whole instance that long (once per key: a
     stored probe is reused), for an incumbent and a dual bound. `wall_seconds` caps the
@@ -119,6 +146,7 @@ def prove(
         probe_seconds,
         math.inf if wall_seconds is None else started + wall_seconds,
         logger,
+        memory_limit=memory_limit,
     )
     submit_all(flight.submit_next, max(1, workers), flight.on_result, flight.on_failure)
     row = combined_row(proof, parts, flight.probe, flight.run_id)
@@ -146,6 +174,7 @@ class _InFlight:
     deadline: float
     logger: Any
     solved: int = 0
+    memory_limit: int | None = None
 
     def limits_now(self) -> Limits | None:
         """The attempt's limits cut to the wall time left; None under one second left."""
@@ -164,7 +193,7 @@ class _InFlight:
         cutoff = cutoff_for(self.proof, best_row([*self.parts.values(), self.probe]), self.integral)
         name = "probe" if index is None else f"part-{index:05d}"
         future = solve_part.with_options(task_run_name=name).submit(
-            self.proof, index, cutoff, limits, self.run_id, self.catalog_path
+            self.proof, index, cutoff, limits, self.run_id, self.catalog_path, self.memory_limit
         )
         return index, future
 
@@ -202,8 +231,8 @@ def _report(
     """{"run_id" (the run that wrote the combined `row`), "key", "parts" (`total`),
     "stored" (final parts found in the catalog), "solved" (parts solved now), "missing"
     (parts without a row), "closed" (parts optimal or infeasible), "at_limit" (parts
-    stopped by a limit), "status", "objective", "bound", "seconds" (since `started`,
-    perf_counter), "row"}."""
+    stopped by a limit), "errors" (parts whose solver failed: crashed, out of memory),
+    "status", "objective", "bound", "seconds" (since `started`, perf_counter), "row"}."""
     return {
         "run_id": row["run_id"],
         "key": proof.key,
@@ -213,6 +242,7 @@ def _report(
         "missing": sum(1 for i in range(total) if i not in parts),
         "closed": sum(1 for r in parts.values() if r["status"] in ("optimal", "infeasible")),
         "at_limit": sum(1 for r in parts.values() if r["status"] in ("time_limit", "node_limit")),
+        "errors": sum(1 for r in parts.values() if r["status"] == "error"),
         "status": row["status"],
         "objective": row["objective"],
         "bound": row["bound"],
@@ -297,10 +327,12 @@ def run_prove(
     dashboard_address: str | None = "127.0.0.1:8787",
     announce=None,
     connect_timeout: float = 10.0,
+    memory_limit: int | None = None,
 ) -> dict:
     """Run `prove` on Dask (the scheduler at `address`, or a new LocalCluster of
-    `workers` single-threaded processes) under the configured or a temporary Prefect
-    API, as `flows.sweep.run_sweep` does, recorded in `runs` (see the module
+    `workers` single-threaded processes), each part in a solver process under
+    `memory_limit` bytes (None: the worker's memory per thread), under the configured
+    or a temporary Prefect API, as `flows.sweep.run_sweep` does, recorded in `runs` (see the module
     docstring). Returns the flow's report plus "scheduler" and "dashboard"; an attempt
     already `settled` in the catalog returns its stored report (both None) and starts
     nothing. Raises BadInput for a bad split or address, or while a run of the same
@@ -334,7 +366,7 @@ def run_prove(
                 )
                 report = flow_(
                     proof, catalog_path, max(1, found), probe_seconds, wall_seconds,
-                    manifest["run_id"],
+                    manifest["run_id"], memory_limit,
                 )  # fmt: skip
     except BaseException as exc:  # the run's own bookkeeping never hides why it ended
         stopped = isinstance(exc, KeyboardInterrupt | TerminationSignal)

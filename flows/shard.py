@@ -12,19 +12,35 @@ A Prefect task per shard and round would cost far more than the futures' work (s
 benchmarks/README.md, "Figures behind choices in the code"), so Prefect sees targets
 and Dask sees shards. A killed flow loses at most the layer in flight: the next run reads the
 manifests (`sharded.plan`) and goes on from the last finished layer. The answer is
-replayed by the caller's `verify` before it is returned.
+replayed by the caller's `verify` before it is returned. `run_search` runs the flow on a
+cluster as `puzzlesweep search` does, and `write_row` records an instance's answer in
+the catalog.
 """
 
+import math
 import resource
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
+from datetime import UTC, datetime
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from puzzlesweep.flows.cluster import connect, on_every_part, worker_identity
+from puzzlesweep.flows.cluster import (
+    configured_api,
+    connect,
+    dask_cluster,
+    on_every_part,
+    prefect_api,
+    worker_identity,
+)
+from puzzlesweep.solvers import Limits, frontier
 from puzzlesweep.solvers.frontier import sharded
 from puzzlesweep.solvers.frontier.sharded import ShardedRun, Step
+
+#: The `solver` column of a sharded search's row.
+SOLVER = "frontier-sharded"
 
 
 def _worker() -> dict:
@@ -58,12 +74,15 @@ def _layer(client, run: ShardedRun, step: Step, peaks: dict) -> dict:
 
 
 @task(name="attempt", cache_policy=NO_CACHE)
-def attempt(run: ShardedRun, client, step: Step, peaks: dict, on_layer) -> dict:
+def attempt(
+    run: ShardedRun, client, step: Step, peaks: dict, on_layer, deadline: float = math.inf
+) -> dict:
     """Expand layers, their parts on the Dask `client`'s workers, while the search stays
-    at `step.target`; returns {"step": the next step (another target's or the end),
-    "layers": layers made}."""
+    at `step.target` and the `deadline` (a `time.perf_counter` time) has not passed;
+    returns {"step": the next step (another target's or the end), "layers": layers
+    made}."""
     made, target = 0, step.target
-    while step.kind == "expand" and step.target == target:
+    while step.kind == "expand" and step.target == target and time.perf_counter() < deadline:
         manifest = _layer(client, run, step, peaks)
         made += 1
         if on_layer is not None:
@@ -78,24 +97,121 @@ def sharded_search(
     scheduler: str,
     verify: Callable[[list], int],
     on_layer: Callable[[Step, dict], None] | None = None,
+    wall_seconds: float | None = None,
 ) -> dict:
     """Run (or resume) the sharded search `run` with its parts on the Dask scheduler at
     `scheduler`; `verify(path)` replays a solution's rules and returns its moves
     (raising on an invalid one); `on_layer(step, manifest)` is called after each
-    recorded layer. Returns {"status": optimal | infeasible, "objective", "solution"
-    (the rules), "layers": layers made by this run, "peak_rss": {worker: bytes},
-    "seconds"}. Raises RuntimeError when the replayed moves differ from the search."""
+    recorded layer; no layer starts `wall_seconds` after the start (None: no limit).
+    Returns {"status": optimal | infeasible | time_limit, "objective", "bound" (the
+    fewest moves possible: every smaller target failed), "solution" (the rules), "layers":
+    layers made by this run, "peak_rss": {worker: bytes}, "seconds"}. Raises
+    RuntimeError when the replayed moves differ from the search."""
     started, made, peaks = time.perf_counter(), 0, {}
+    deadline = math.inf if wall_seconds is None else started + wall_seconds
     step = sharded.plan(run)
     with connect(scheduler) as client:  # one client: opening one took about 0.3 s
-        while step.kind == "expand":
-            name = f"target-{step.target}"
-            done = attempt.with_options(task_run_name=name)(run, client, step, peaks, on_layer)
+        while step.kind == "expand" and time.perf_counter() < deadline:
+            task = attempt.with_options(task_run_name=f"target-{step.target}")
+            done = task(run, client, step, peaks, on_layer, deadline)
             step, made = done["step"], made + done["layers"]
     report = {"layers": made, "peak_rss": peaks, "seconds": time.perf_counter() - started}
+    if step.kind == "expand":  # the wall time ran out: the targets below this one failed
+        return {**report, "status": "time_limit", "objective": None, "bound": step.target,
+                "solution": None}  # fmt: skip
     if step.kind == "infeasible":
-        return {**report, "status": "infeasible", "objective": None, "solution": None}
+        return {**report, "status": "infeasible", "objective": None, "bound": None,
+                "solution": None}  # fmt: skip
     path = sharded.path_of(run, step)
     if (moves := verify(path)) != step.target:
         raise RuntimeError(f"the replayed path has {moves} moves, the search {step.target}")
-    return {**report, "status": "optimal", "objective": moves, "solution": path}
+    return {**report, "status": "optimal", "objective": moves, "bound": moves, "solution": path}
+
+
+def run_search(
+    run: ShardedRun,
+    verify: Callable[[list], int],
+    address: str | None = None,
+    workers: int = 2,
+    dashboard_address: str | None = None,
+    wall_seconds: float | None = None,
+    announce: Callable[[str], None] | None = None,
+    connect_timeout: float = 10.0,
+) -> dict:
+    """`sharded_search` of `run` on Dask (the scheduler at `address`, or a new
+    LocalCluster of `workers` processes) under the configured or a temporary Prefect
+    API, as `flows.prove.run_prove` runs a proof; `announce(line)` is told the cluster's
+    address and every finished layer. Returns the flow's report plus "scheduler" and
+    "dashboard". Raises BadInput for an address that does not answer, and ValueError for
+    a folder that holds another search (`sharded.check_folder`)."""
+    from puzzlesweep.flows.api import TemporaryAPI
+
+    sharded.check_folder(run)  # before any cluster starts
+    say = announce or (lambda line: None)
+
+    def on_layer(step: Step, manifest: dict) -> None:
+        side = "forward" if step.side == "f" else "backward"
+        say(f"target {step.target}: {side} layer {step.d + 1}, {manifest['keys']:,} keys "
+            f"({time.perf_counter() - started:.0f} s)")  # fmt: skip
+
+    api = None if configured_api() else TemporaryAPI()
+    cluster = dask_cluster(address, workers, dashboard_address, connect_timeout)
+    with api or nullcontext(), cluster as (scheduler, dashboard, found):
+        say(f"Dask scheduler {scheduler}, {found} workers, dashboard {dashboard or '(none)'}")
+        started = time.perf_counter()
+        with prefect_api(api):
+            flow_ = sharded_search.with_options(flow_run_name=f"search {run.folder}")
+            report = flow_(run, scheduler, verify, on_layer, wall_seconds)
+    return {**report, "scheduler": scheduler, "dashboard": dashboard}
+
+
+def catalog_row(family, p, report: dict, wall_seconds: float | None, started_at) -> dict:
+    """The catalog row of instance `p` of `family` (its Params) from `sharded_search`'s
+    `report`: solver `frontier-sharded`, the solution carried to `p`'s own start
+    (`family.from_search`) and encoded, `verified` True (the flow replayed it), the
+    wall limit as `time_limit` (None: none), `started_at` (UTC datetime) to now."""
+    from puzzlesweep.puzzles import Instance
+    from puzzlesweep.solve import empty_row
+
+    row = empty_row(Instance(family.NAME, p), SOLVER, Limits(wall_seconds or 1.0))
+    solution = report["solution"]
+    row.update(
+        solver_version=frontier.VERSION,
+        status=report["status"],
+        objective=report["objective"],
+        bound=report["bound"],
+        gap=0.0 if report["status"] == "optimal" else None,
+        solve_seconds=report["seconds"],
+        solution=None if solution is None else family.encode(family.from_search(p, solution)),
+        verified=None if solution is None else True,
+        started_at=started_at,
+        finished_at=datetime.now(UTC),
+        time_limit=wall_seconds,
+    )
+    return row
+
+
+SAME_ANSWER = """
+SELECT count(*) FROM results WHERE params_key = ? AND solver = ? AND status = ?
+AND objective IS NOT DISTINCT FROM ? AND bound IS NOT DISTINCT FROM ?
+AND time_limit IS NOT DISTINCT FROM ?"""
+
+
+def write_row(catalog_path: str, family, p, report: dict, wall_seconds, started_at) -> bool:
+    """Append instance `p`'s `catalog_row` to the catalog at `catalog_path` as its own
+    commit, under a new run id and sweep `search`; False (nothing written) when a row of
+    the same answer under the same limit is there already (a re-run of a finished
+    search). Raises as `catalog.write_batch`."""
+    from uuid import uuid4
+
+    from puzzlesweep import __version__, catalog
+
+    row = catalog_row(family, p, report, wall_seconds, started_at)
+    if catalog.exists(catalog_path) and catalog.files(catalog_path):
+        keys = ("params_key", "solver", "status", "objective", "bound", "time_limit")
+        if catalog.query(catalog_path, SAME_ANSWER, [row[k] for k in keys])[1][0][0]:
+            return False
+    run_id = f"{started_at:%Y%m%dT%H%M%S}-{uuid4().hex[:6]}"
+    row.update(run_id=run_id, sweep="search", puzzlesweep_version=__version__)
+    row["schema_version"] = catalog.SCHEMA_VERSION
+    return catalog.write_batch(catalog_path, family.Params, [row], f"{run_id}-search")

@@ -45,7 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 
 from puzzlesweep import __version__, puzzles
 from puzzlesweep.core import BadInput
-from puzzlesweep.proof import Proof, build, stored
+from puzzlesweep.proof import Proof, build, json_number, number, stored
 from puzzlesweep.solve import mip_engine, verified_fields
 from puzzlesweep.solvers import STATUSES, Limits
 from puzzlesweep.solvers import split as splitting
@@ -100,16 +100,6 @@ class _Document(_Entry):
     claim: _Claim
     probe: _Probe | None = None
     parts: list[_Part]
-
-
-def _json_number(value: float) -> float | str:
-    """JSON has no infinities: ±inf as the strings "inf" / "-inf"."""
-    return value if math.isfinite(value) else ("inf" if value > 0 else "-inf")
-
-
-def _number(value: float | str | None) -> float:
-    """The inverse of `_json_number`; None is −inf (nothing proven)."""
-    return -math.inf if value is None else float(value)
 
 
 def _rounded(seconds: float | None) -> float | None:
@@ -254,7 +244,7 @@ def check(
             lower = splitting.part_lower(
                 claimed["status"] or "error", claimed["bound"], claimed["cutoff"], integral
             )
-            stated = _number(claimed["lower"])
+            stated = number(claimed["lower"])
         except (TypeError, ValueError) as exc:  # a number that is not one
             lowers.append(-math.inf)
             problems.append(f"part {part.index} ({part.label}): not a number: {exc}")
@@ -263,7 +253,7 @@ def check(
         if lower != stated:
             problems.append(
                 f"part {part.index} ({part.label}): lower limit {claimed['lower']} claimed, "
-                f"{_json_number(lower)} follows from its status {claimed['status']}, "
+                f"{json_number(lower)} follows from its status {claimed['status']}, "
                 f"bound {claimed['bound']} and cutoff {claimed['cutoff']}"
             )
         elif resolve_seconds and lower > -math.inf:
@@ -297,9 +287,9 @@ def _resolve(proof, model, split, part, claimed, seconds, integral) -> list[str]
         splitting.restrict(model, split, part, claimed["cutoff"]), Limits(seconds)
     )
     true_lower = splitting.part_lower(again.status, again.bound, claimed["cutoff"], integral)
-    if again.status in ("optimal", "infeasible") and true_lower < _number(claimed["lower"]) - 1e-6:
+    if again.status in ("optimal", "infeasible") and true_lower < number(claimed["lower"]) - 1e-6:
         return [
-            f"part {part.index} ({part.label}): re-solved to {_json_number(true_lower)}, "
+            f"part {part.index} ({part.label}): re-solved to {json_number(true_lower)}, "
             f"below the claimed lower limit {claimed['lower']}"
         ]
     return []
@@ -318,19 +308,19 @@ def _claim_problems(document: dict, lowers: list[float]) -> list[str]:
     status, objective, bound = claim["status"], claim["objective"], claim["bound"]
     problems = []
     if status == "infeasible" and (proven != math.inf or objective is not None):
-        problems.append(f"infeasible claimed, but the parts prove only {_json_number(proven)}")
+        problems.append(f"infeasible claimed, but the parts prove only {json_number(proven)}")
     if status == "optimal" and (objective is None or proven < objective - 1e-6):
         problems.append(
             f"optimal claimed with objective {objective}, but the parts prove only "
-            f"{_json_number(proven)}"
+            f"{json_number(proven)}"
         )
     if status == "optimal" and bound is not None and bound != objective:
         problems.append(f"optimal claimed with objective {objective} but bound {bound}")
     if status != "optimal" and bound is not None and bound > proven + 1e-6:
-        problems.append(f"bound {bound} claimed, the parts prove {_json_number(proven)}")
+        problems.append(f"bound {bound} claimed, the parts prove {json_number(proven)}")
     if objective is not None and proven > objective + 1e-6:
         problems.append(
-            f"the parts and the probe prove {_json_number(proven)}, above the objective "
+            f"the parts and the probe prove {json_number(proven)}, above the objective "
             f"{objective} of the claimed solution: a part's or the probe's limit is false"
         )
     return problems

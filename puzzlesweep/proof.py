@@ -29,7 +29,7 @@ optionally re-solves parts to confirm their bounds.
 import hashlib
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 
 from puzzlesweep import __version__, catalog, puzzles
@@ -109,13 +109,8 @@ def _verified(family, params, result) -> dict:
 def solve_whole(proof: Proof, limits: Limits, run_id: str) -> dict:
     """The row of a direct solve of the whole instance (the probe: solver `proof.solver`)."""
     instance, model, _, _ = build(proof)
-    family = puzzles.get(proof.family)
-    row = empty_row(instance, proof.solver, limits)
     result = mip_engine(proof.solver).solve(model, limits)
-    row.update(result_fields(result))
-    row.update(_verified(family, instance.params, result))  # may replace error
-    row.update(finished_at=datetime.now(UTC), run_id=run_id, sweep=f"prove-{proof.key}")
-    return row
+    return _whole_row(proof, instance, limits, run_id, _fields(proof, instance, result))
 
 
 def solve_one(proof: Proof, index: int, cutoff: float | None, limits: Limits, run_id: str) -> dict:
@@ -123,21 +118,40 @@ def solve_one(proof: Proof, index: int, cutoff: float | None, limits: Limits, ru
     its catalog row: status, objective (verified against the whole instance: a part's
     solution is a solution of the instance), bound, and `subproblem`, the JSON of the
     part's handle with its cutoff, its lower limit (`split.part_lower`) and the key."""
-    instance, model, split, _ = build(proof)
+    built = instance, model, split, _ = build(proof)
+    restricted = splitting.restrict(model, split, split.parts[index], cutoff)
+    result = mip_engine(proof.solver).solve(restricted, limits)
+    fields = _fields(proof, instance, result)
+    return _part_row(proof, built, index, cutoff, limits, run_id, fields)
+
+
+def _fields(proof: Proof, instance: Instance, result) -> dict:
+    """The row fields of a solver result: its figures, and its solution (a raw MIP
+    column vector) decoded and verified against the whole instance."""
     family = puzzles.get(proof.family)
+    fields = result_fields(result)
+    return {**fields, **_verified(family, instance.params, result)}  # may replace error
+
+
+def _whole_row(proof: Proof, instance: Instance, limits: Limits, run_id: str, fields) -> dict:
+    """The probe's catalog row: `fields` over an empty row of the instance."""
+    row = {**empty_row(instance, proof.solver, limits), "finished_at": datetime.now(UTC)}
+    return {**row, **fields, "run_id": run_id, "sweep": f"prove-{proof.key}"}
+
+
+def _part_row(proof: Proof, built, index, cutoff, limits: Limits, run_id: str, fields) -> dict:
+    """Part `index`'s catalog row: `fields` (status, bound, ...) over an empty row, and
+    its `subproblem` handle with the lower limit they prove; `built`: `build(proof)`."""
+    instance, model, split, _ = built
     part = split.parts[index]
-    row = empty_row(instance, PART_SOLVER.format(proof.solver), limits)
-    result = mip_engine(proof.solver).solve(splitting.restrict(model, split, part, cutoff), limits)
-    lower = splitting.part_lower(
-        result.status, result.bound, cutoff, splitting.integral_objective(model)
-    )
+    row = {**empty_row(instance, PART_SOLVER.format(proof.solver), limits), **fields}
+    integral = splitting.integral_objective(model)
+    lower = splitting.part_lower(row["status"], row["bound"], cutoff, integral)
     handle = json.loads(part.to_json())
-    handle.update(key=proof.key, cutoff=cutoff, lower=_json_number(lower), parts=len(split.parts))
-    row.update(result_fields(result))
-    row.update(_verified(family, instance.params, result))  # may replace error
+    handle.update(key=proof.key, cutoff=cutoff, lower=json_number(lower), parts=len(split.parts))
     row.update(
         params_key=f"{proof.key}.{index}",
-        finished_at=datetime.now(UTC),
+        finished_at=fields.get("finished_at") or datetime.now(UTC),
         run_id=run_id,
         sweep=f"prove-{proof.key}",
         subproblem=json.dumps(handle, separators=(",", ":")),
@@ -145,13 +159,60 @@ def solve_one(proof: Proof, index: int, cutoff: float | None, limits: Limits, ru
     return row
 
 
-def _json_number(value: float) -> float | str:
+def part_request(
+    proof: Proof, index: int | None, cutoff: float | None, limits: Limits, run_id: str
+) -> dict:
+    """The JSON request that solves part `index` of `proof` (None: the probe) in a solver
+    child process (`flows.isolate`); it names the family, solver and limits as an
+    instance's request does, so a child that dies still gives a row (`failed_row`)."""
+    return {
+        "family": proof.family,
+        "solver": proof.solver,
+        "time_limit": limits.time_limit,
+        "node_limit": limits.node_limit,
+        "proof": asdict(proof),
+        "index": index,
+        "cutoff": cutoff,
+        "run_id": run_id,
+    }
+
+
+def _from_request(request: dict) -> tuple[Proof, Limits]:
+    """The attempt and the limits of a `part_request`."""
+    fields = request["proof"]
+    proof = Proof(**{**fields, "limits": Limits(**fields["limits"])})
+    return proof, replace(proof.limits, time_limit=request["time_limit"])
+
+
+def solve_request(request: dict) -> dict:
+    """The row of a `part_request`: `solve_one`, or `solve_whole` for the probe. Raises
+    what they raise (MemoryError under the child's memory limit)."""
+    proof, limits = _from_request(request)
+    if request["index"] is None:
+        return solve_whole(proof, limits, request["run_id"])
+    return solve_one(proof, request["index"], request["cutoff"], limits, request["run_id"])
+
+
+def failed_row(request: dict, failure: dict) -> dict:
+    """The row of a `part_request` whose solver child died, was killed past its time
+    limit or ran out of memory: `failure`'s status (`error` or `time_limit`), error and
+    times, no solution and no bound, so a part's lower limit is −inf (nothing proven)."""
+    proof, limits = _from_request(request)
+    keep = ("status", "error", "solve_seconds", "started_at", "finished_at")
+    fields = {key: failure[key] for key in keep if key in failure}
+    built, index, run_id = build(proof), request["index"], request["run_id"]
+    if index is None:
+        return _whole_row(proof, built[0], limits, run_id, fields)
+    return _part_row(proof, built, index, request["cutoff"], limits, run_id, fields)
+
+
+def json_number(value: float) -> float | str:
     """JSON has no infinities: ±inf as the strings "inf" / "-inf"."""
     return value if math.isfinite(value) else ("inf" if value > 0 else "-inf")
 
 
-def _number(value: float | str | None) -> float:
-    """The inverse of `_json_number`; None (no part) is −inf."""
+def number(value: float | str | None) -> float:
+    """The inverse of `json_number`; None (no part, nothing proven) is −inf."""
     return -math.inf if value is None else float(value)
 
 
@@ -215,7 +276,7 @@ def combined_row(proof: Proof, parts: dict[int, dict], probe: dict | None, run_i
     unproven (−inf)."""
     instance, model, split, description = build(proof)
     lowers = [
-        _number(json.loads(parts[i]["subproblem"])["lower"]) if i in parts else -math.inf
+        number(json.loads(parts[i]["subproblem"])["lower"]) if i in parts else -math.inf
         for i in range(len(split.parts))
     ]
     best = best_row([*parts.values(), probe])
@@ -239,7 +300,7 @@ def combined_row(proof: Proof, parts: dict[int, dict], probe: dict | None, run_i
                 "label": p.label,
                 "counts": [list(c) for c in p.counts],
                 "status": parts[p.index]["status"] if p.index in parts else None,
-                "lower": _json_number(lowers[p.index]),
+                "lower": json_number(lowers[p.index]),
                 "cutoff": json.loads(parts[p.index]["subproblem"])["cutoff"]
                 if p.index in parts
                 else None,
@@ -279,121 +340,3 @@ def cutoff_for(proof: Proof, best: dict | None, integral: bool) -> float | None:
 def replace_limits(limits: Limits, seconds: float) -> Limits:
     """`limits` with the time limit `seconds`."""
     return Limits(seconds, limits.node_limit, limits.threads)
-
-
-def recheck(catalog_path: str, proof: Proof, resolve_seconds: float | None = None) -> list[str]:
-    """Re-check the stored certificate of `proof` from the catalog; returns the problems
-    found (empty: it holds). Checks: the combined row exists and its certificate lists
-    exactly the parts the split gives today (same labels and counts); the split covers
-    every bucket vector up to its symmetries (`split.covers`); every stored part's lower
-    limit follows from its status, bound and cutoff; the combined bound is what they
-    give (min over parts, at most the probe's bound raised) and an `optimal` claim has
-    bound = objective; the solution verifies with the claimed objective. With
-    `resolve_seconds`, each part that claims a lower limit is solved again (with
-    its cutoff) and a re-solve that finishes must not contradict it.
-
-    What it takes on trust: the engine's statuses and bounds of parts not re-solved, the
-    probe's dual bound, and that the family's symmetries preserve the feasible set (for
-    no_k_in_row a test checks that each maps the windows onto the windows). Raises
-    BadInput as `build` does."""
-    instance, model, split, _ = build(proof)
-    parts, probe, combined = stored(catalog_path, proof)
-    if combined is None:
-        return [f"no combined row of attempt {proof.key} (sweep prove-{proof.key})"]
-    cert = json.loads(combined["certificate"])
-    problems = _split_problems(split, cert)
-    integral = splitting.integral_objective(model)
-    lowers = []
-    for p, claimed in zip(split.parts, cert["parts"], strict=False):
-        row = parts.get(p.index)
-        if row is None:
-            lowers.append(-math.inf)
-            continue
-        lower, found = _part_problems(p, claimed, row, integral)
-        lowers.append(lower)
-        problems += found
-        if resolve_seconds and lower > -math.inf:
-            cutoff = json.loads(row["subproblem"])["cutoff"]
-            problems += _resolve_problems(proof, model, split, p, cutoff, lower, resolve_seconds)
-    problems += _bound_problems(combined, probe, lowers)
-    problems += _solution_problems(proof.family, instance.params, combined)
-    return problems
-
-
-def _split_problems(split: splitting.Split, cert: dict) -> list[str]:
-    """Whether the certificate lists the very parts the split gives today (labels and
-    counts), and whether those parts cover every bucket vector up to the symmetries: a
-    part missing from either would leave solutions unexplored."""
-    problems = []
-    listed = [(p["index"], p["label"], [list(c) for c in p["counts"]]) for p in cert["parts"]]
-    expected = [(p.index, p.label, [list(c) for c in p.counts]) for p in split.parts]
-    if listed != expected:
-        problems.append("the certificate's parts differ from the split's parts")
-    if (why := splitting.covers(split)) is not None:
-        problems.append(f"the split does not cover the space: {why}")
-    return problems
-
-
-def _part_problems(part, claimed: dict, row: dict, integral: bool) -> tuple[float, list[str]]:
-    """The lower limit that part `row`'s status, bound and cutoff prove, and a problem if
-    the stored row or the certificate (`claimed`) states another one."""
-    handle = json.loads(row["subproblem"])
-    lower = splitting.part_lower(row["status"], row["bound"], handle["cutoff"], integral)
-    if lower != _number(handle["lower"]) or lower != _number(claimed["lower"]):
-        return lower, [
-            f"part {part.index} ({part.label}): lower limit {claimed['lower']} claimed, "
-            f"{_json_number(lower)} follows from its status and bound"
-        ]
-    return lower, []
-
-
-def _resolve_problems(proof: Proof, model, split, part, cutoff, lower: float, seconds: float):
-    """Solve `part` again for `seconds` (with its cutoff): a re-solve that finishes
-    (optimal or infeasible) below the stored lower limit `lower` is a problem, since
-    that limit would not be true. Returns the problems found (at most one)."""
-    again = mip_engine(proof.solver).solve(
-        splitting.restrict(model, split, part, cutoff), Limits(seconds)
-    )
-    integral = splitting.integral_objective(model)
-    true_lower = splitting.part_lower(again.status, again.bound, cutoff, integral)
-    if again.status in ("optimal", "infeasible") and true_lower < lower - 1e-6:
-        return [
-            f"part {part.index} ({part.label}): re-solved to {_json_number(true_lower)}, "
-            f"below the stored lower limit {_json_number(lower)}"
-        ]
-    return []
-
-
-def _bound_problems(combined: dict, probe: dict | None, lowers: list[float]) -> list[str]:
-    """Whether the combined row claims no more than its parts prove: the bound is the
-    least part lower limit, at most the probe's bound raised, and an `optimal` claim
-    needs that bound to reach its objective."""
-    bound = min(lowers) if lowers else -math.inf
-    if probe is not None and probe.get("bound") is not None:
-        bound = max(bound, math.ceil(probe["bound"] - 1e-6))
-    claimed_bound = combined["bound"]
-    if combined["status"] == "optimal":
-        if combined["objective"] is None or bound < combined["objective"] - 1e-6:
-            return [
-                f"optimal claimed with objective {combined['objective']}, "
-                f"but the parts prove only {_json_number(bound)}"
-            ]
-    elif claimed_bound is not None and claimed_bound > bound + 1e-6:
-        return [f"bound {claimed_bound} claimed, the parts prove {_json_number(bound)}"]
-    return []
-
-
-def _solution_problems(family_name: str, params, combined: dict) -> list[str]:
-    """Whether the combined row's solution decodes and verifies with its objective (the
-    family's own verifier, independent of the model)."""
-    if combined["solution"] is None:
-        return []
-    family = puzzles.get(family_name)
-    try:
-        solution = family.decode(combined["solution"])
-    except ValueError as exc:
-        return [f"the solution does not decode: {exc}"]
-    checked = verified_fields(family, params, solution, combined["objective"])
-    if checked["error"]:
-        return [f"the solution does not verify: {checked['error']}"]
-    return []

@@ -113,6 +113,22 @@ def test_a_solver_that_does_not_stop_is_killed_and_recorded_time_limit():
         impatient.close()
 
 
+def test_the_solver_child_does_not_import_from_the_working_directory(tmp_path, monkeypatch):
+    # A user's shell may stand in another checkout of puzzlesweep: `python -m` would put
+    # that directory first on the child's path, and every instance would fail.
+    (tmp_path / "puzzlesweep").mkdir()
+    (tmp_path / "puzzlesweep" / "__init__.py").write_text("raise SystemExit(3)\n")
+    monkeypatch.chdir(tmp_path)
+    here = Child(1024 * 2**20)
+    try:
+        row = here.solve(
+            request("domination", {"piece": "knight", "rows": 8, "cols": 8}, "highs", 60)
+        )
+        assert (row["status"], row["objective"]) == ("optimal", 12.0)  # A006075: 12
+    finally:
+        here.close()
+
+
 def test_a_crashed_solver_is_an_error_row_and_the_next_instance_runs(child):
     # A solver process that dies (here SIGKILL, as the kernel's OOM killer would) in the
     # middle of an instance: that instance is recorded, a new process takes the next.

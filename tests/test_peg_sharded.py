@@ -4,18 +4,23 @@ one-process search and the published values, and resumed after a real SIGKILL.""
 
 import functools
 import json
+import re
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from puzzlesweep.cli import app
 from puzzlesweep.flows.cluster import dask_cluster
 from puzzlesweep.flows.shard import sharded_search
 from puzzlesweep.puzzles import peg_solitaire as peg
 from puzzlesweep.solvers import Limits, frontier
 from puzzlesweep.solvers.frontier.sharded import ShardedRun
+
+from .conftest import CLI
 
 # Fewest moves over every one-vacancy start and every one-peg finish of T_n: OEIS
 # A127500 (docs/families.md), G. I. Bell, "Solving Triangular Peg Solitaire", JIS 11 (2008)
@@ -129,8 +134,15 @@ def test_a_folder_of_another_search_is_refused(tmp_path):
     from puzzlesweep.solvers.frontier import sharded
 
     sharded.plan(ShardedRun(_all_starts(4), str(tmp_path), 2))
-    with pytest.raises(ValueError, match="holds another search"):
+    with pytest.raises(ValueError, match="holds a search of 2 shards, not 3"):
         sharded.plan(ShardedRun(_all_starts(4), str(tmp_path), 3))
+    with pytest.raises(ValueError, match=r"holds another search \(of another board"):
+        sharded.plan(ShardedRun(_all_starts(5), str(tmp_path), 2))
+    (tmp_path / "file").write_text("")
+    for bad in ("file", "file/below"):  # a file, and a folder under a file
+        with pytest.raises(ValueError, match=r"cannot be made: .*file is not a directory"):
+            sharded.check_folder(ShardedRun(_all_starts(4), str(tmp_path / bad), 2))
+    assert not (tmp_path / "file").read_text()
     with pytest.raises(ValueError, match="answers min_moves"):
         ShardedRun(peg.problem(4, [0], None, "solve"), str(tmp_path), 2)
 
@@ -143,3 +155,56 @@ def test_a_part_over_its_memory_stops_before_it_loads(tmp_path):
     with pytest.raises(MemoryError, match=r"expanding .*s0.npy needs 0.03 GiB, over 0.00 GiB"):
         sharded.expand_part(run, step.target, step.side, step.d, 0)
     assert not run.layer(step.target, step.side, step.d + 1).exists()
+
+
+def _search(api_env, scheduler: str, folder: Path, catalog: Path, *args: str):
+    """`puzzlesweep search peg_solitaire ARGS` on the test's cluster and Prefect API."""
+    command = [*CLI, "search", "peg_solitaire", *args, "--folder", str(folder)]
+    command += ["--address", scheduler, "--catalog", str(catalog)]
+    return subprocess.run(command, capture_output=True, text=True, env=api_env, timeout=300)
+
+
+def _rows(catalog: Path) -> list[tuple]:
+    from puzzlesweep.catalog import query
+
+    sql = "SELECT start, solver, status, objective, bound, time_limit, verified FROM results "
+    return query(str(catalog), sql + "ORDER BY finished_at")[1]
+
+
+def test_the_search_command_writes_the_row_and_a_rerun_resumes(prefect_api, scheduler, tmp_path):
+    # One instance, T_5 from hole 4, sharded on the test's two workers (the command run
+    # in this process): the fewest moves the one-process search finds (9: no start of
+    # T_5 does better, A127500), its row in the catalog replayed; the same command again
+    # makes no layer, says the same and writes no second row.
+    one = frontier.solve(peg.search(peg.Params(side=5, start=4, question="min_moves")), Limits(60))
+    assert (one.status, one.objective) == ("optimal", A127500[5])
+    folder, catalog = tmp_path / "t5-4", tmp_path / "catalog"
+    args = ["search", "peg_solitaire", "side=5", "start=4", "--folder", str(folder)]
+    args += ["--address", scheduler, "--catalog", str(catalog)]
+    for made, row in (("[1-9][0-9]* layers made now", "now"), ("0 layers made now", "already")):
+        done = CliRunner().invoke(app, args)
+        assert done.exit_code == 0, done.stderr
+        assert re.search(rf"status optimal  fewest moves 9  bound 9  {made}", done.stdout)
+        assert f"its row is {row} in" in done.stderr
+    assert _rows(catalog) == [(4, "frontier-sharded", "optimal", 9, 9, None, True)]
+
+
+@pytest.mark.slow
+def test_the_search_command_stops_at_its_wall_time_and_knows_a_start_without_goal(
+    api_env, scheduler, tmp_path
+):
+    # T_7 from hole 4 takes 12 moves (the one-process search; benchmarks/README.md);
+    # under --wall 1 no layer starts after a second: a time_limit row with the bound the
+    # failed targets prove; a re-run finishes it. From hole 1 no one-peg position lies in
+    # the start's position class (Bell 2008): infeasible at once, no layer made.
+    folder, catalog = tmp_path / "t7-4", tmp_path / "catalog"
+    stopped = _search(api_env, scheduler, folder, catalog, "side=7", "start=4", "--wall", "1")
+    assert stopped.returncode == 0 and "status time_limit" in stopped.stdout, stopped.stderr
+    done = _search(api_env, scheduler, folder, catalog, "side=7", "start=4")
+    assert "status optimal  fewest moves 12  bound 12" in done.stdout, done.stderr
+    none = _search(api_env, scheduler, tmp_path / "t7-1", catalog, "side=7", "start=1")
+    assert "status infeasible  fewest moves -  bound -  0 layers" in none.stdout, none.stderr
+    rows = _rows(catalog)
+    assert [r[2] for r in rows] == ["time_limit", "optimal", "infeasible"]
+    assert rows[0][3] is None and 1 <= rows[0][4] <= 12 and rows[0][5] == 1.0
+    assert rows[1][3:] == (12, 12, None, True)

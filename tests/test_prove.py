@@ -4,6 +4,10 @@ solves only missing parts; the certificate re-check catches tampering."""
 
 import json
 import math
+import os
+import re
+import signal
+import threading
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -13,8 +17,10 @@ from deltalake import DeltaTable
 from puzzlesweep import catalog, certificate, puzzles
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows.cluster import dask_cluster
-from puzzlesweep.flows.prove import run_prove
-from puzzlesweep.proof import Proof, build, recheck, solve_one, stored
+from puzzlesweep.flows.isolate import Children
+from puzzlesweep.flows.prove import run_prove, solve_part
+from puzzlesweep.proof import Proof, build, solve_one, stored
+from puzzlesweep.recheck import recheck
 from puzzlesweep.solvers import Limits, highs
 from puzzlesweep.solvers import split as splitting
 
@@ -164,6 +170,33 @@ def test_prove_on_a_local_cluster_resumes_and_rechecks(prefect_api, tmp_path):
         f"part {weakest['index']} ({weakest['label']}): re-solved to 8, below the stored "
         "lower limit 9"
     ]
+
+
+def test_a_part_runs_in_its_own_solver_process_and_a_killed_one_proves_nothing(tmp_path):
+    # Parts are isolated as sweep instances are (flows/isolate.py): part 9 of the seed's
+    # 6×7×6 box (faces 7, 7; open for minutes) has its solver process SIGKILLed (as the
+    # kernel's OOM killer would) and becomes an error row that proves nothing; the next
+    # part runs in a new process and proves its lower limit (a face of at most 6 stones
+    # removed cannot be: part 0 is infeasible).
+    proof = Proof("no_k_in_row", {"dims": [6, 7, 6], "k": 5}, "1:0,6", 3, Limits(60))
+    path = str(tmp_path / "cat")
+    with Children() as children:
+        children.warm(1 << 30)  # started and ready before the part is sent
+        victim = children.pids()[0]
+        threading.Timer(2.0, os.kill, (victim, signal.SIGKILL)).start()
+        row = solve_part.fn(proof, 9, 63.0, proof.limits, "t", path, 1 << 30, children)
+        assert (row["status"], row["bound"], row["solution"]) == ("error", None, None)
+        assert re.fullmatch(
+            r"the solver process was killed by SIGKILL \(peak memory \d+ MiB\)", row["error"]
+        )
+        handle = json.loads(row["subproblem"])
+        assert (handle["lower"], handle["cutoff"], handle["parts"]) == ("-inf", 63.0, 15)
+        row = solve_part.fn(proof, 0, 63.0, proof.limits, "t", path, 1 << 30, children)
+        assert row["status"] == "infeasible" and children.pids() != [victim]
+    parts, probe, combined = stored(path, proof)
+    assert sorted(parts) == [0, 9] and probe is None and combined is None
+    assert parts[9]["status"] == "error" and parts[9]["params_key"] == f"{proof.key}.9"
+    assert json.loads(parts[0]["subproblem"])["lower"] == 64  # infeasible under cutoff 63
 
 
 def test_prove_refuses_bad_input_and_writes_nothing(tmp_path):

@@ -93,7 +93,7 @@ from .board import (
     symmetries,
 )
 from .draw import picture, render
-from .engine import from_search, ordered_jumps, problem, search, verify_any_start
+from .engine import from_search, min_moves_search, ordered_jumps, problem, search, verify_any_start
 
 __all__ = [
     "NAME",
@@ -108,6 +108,7 @@ __all__ = [
     "exhaustive",
     "verify",
     "verify_any_start",
+    "min_moves_search",
     "encode",
     "decode",
     "render",

@@ -6,8 +6,10 @@
                     [--memory-limit SIZE] [--retries N] [--dashboard-address HOST:PORT]
     puzzlesweep prove FAMILY key=value ... --split TEXT [--solver S] [--width N] [--time-limit S]
                     [--wall S] [--probe S] [--no-cutoff] [--catalog DIR] [--address A]
-                    [--workers N] [--certificate FILE]
+                    [--workers N] [--memory-limit SIZE] [--certificate FILE]
     puzzlesweep prove FAMILY key=value ... --check [--certificate FILE] [--resolve]
+    puzzlesweep search peg_solitaire side=N start=all|HOLE --folder DIR [--shards N]
+                    [--wall S] [--memory-limit SIZE] [--catalog DIR] [--address A] [--workers N]
     puzzlesweep catalog query "SQL over results, latest, runs" [--catalog DIR]
                     [--format table|csv|json] [--as-of VERSION|TIME]
     puzzlesweep catalog summary [--catalog DIR] [--sweep NAME]
@@ -30,6 +32,7 @@ import sys
 from puzzlesweep.cli import solve  # noqa: F401
 from puzzlesweep.cli import run  # noqa: F401
 from puzzlesweep.cli import prove  # noqa: F401
+from puzzlesweep.cli import search  # noqa: F401
 from puzzlesweep.cli import catalog  # noqa: F401
 
 # isort: on

@@ -1,8 +1,6 @@
 """`puzzlesweep prove` (one hard instance split into parts, its certificate written and
 re-checked, from the catalog or from a certificate file alone)."""
 
-import signal
-from contextlib import contextmanager
 from typing import Annotated
 
 import typer
@@ -24,9 +22,11 @@ from puzzlesweep.cli.common import (
     fail,
     out,
     parse_assignments,
+    parse_memory,
     refuse_together,
     run_errors,
 )
+from puzzlesweep.cli.stopping import stopped_by_signals
 from puzzlesweep.core import BadInput, validation_message
 
 SplitOption = Annotated[
@@ -48,6 +48,14 @@ CertificateOption = Annotated[
     typer.Option(
         help="A certificate file (JSON): written after a proving run, read by --check "
         "(which then needs no catalog and takes --split and --width from the file)"
+    ),
+]
+PartMemoryOption = Annotated[
+    str | None,
+    typer.Option(
+        "--memory-limit",
+        help="Memory per part's solver process, e.g. 2GiB [default: the Dask worker's "
+        "limit per thread]",
     ),
 ]
 ResolveOption = Annotated[
@@ -79,6 +87,7 @@ def prove(
     certificate: CertificateOption = None,
     resolve: ResolveOption = False,
     dashboard_address: DashboardOption = None,
+    memory_limit: PartMemoryOption = None,
 ) -> None:
     """Prove one instance's optimum by splitting its MIP into parts solved on Dask.
 
@@ -89,7 +98,9 @@ def prove(
     catalog_path = location or catalog.default_catalog()
     resolve_seconds = time_limit if resolve else None
     try:
-        _refuse_prove_conflicts(address, workers, check, wall, probe, resolve, solver)
+        running = {"--wall": wall, "--probe": probe or None, "--memory-limit": memory_limit}
+        _refuse_prove_conflicts(address, workers, check, running, resolve, solver)
+        memory = parse_memory(memory_limit)
         if check and certificate:
             _print_file_check(family, params, split, width, solver, resolve_seconds, certificate)
             return
@@ -105,10 +116,13 @@ def prove(
     if check:
         _print_recheck(catalog_path, proof, resolve_seconds)
         return
-    report = _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard_address)
+    options = (address, workers, probe, wall, dashboard_address, memory)
+    report = _run_prove(proof, catalog_path, *options)
     _print_report(f"{family} {' '.join(params or [])} split {proof.split}", proof, report)
     if certificate:
         _write_certificate(catalog_path, proof, certificate)
+    if report["errors"]:  # their rows prove nothing; the catalog says why
+        raise fail(f"{report['errors']} parts ended in error: see their rows' error column", 1)
 
 
 def _check_run_options(proof, catalog_path, wall, probe, workers, dashboard, address) -> None:
@@ -135,27 +149,23 @@ def _print_report(title: str, proof, report: dict) -> None:
         f"bound {cell_text(report['bound'])}  parts {report['parts']} "
         f"({report['stored']} from the catalog, {report['solved']} solved now, "
         f"{report['missing']} missing; {report['closed']} closed, {report['at_limit']} "
-        "stopped at a limit)  "
+        f"stopped at a limit, {report['errors']} in error)  "
         f"{report['seconds']:.1f} s",
         highlight=False,
     )
 
 
-def _refuse_prove_conflicts(address, workers, check: bool, wall, probe, resolve, solver) -> None:
+def _refuse_prove_conflicts(address, workers, check: bool, running: dict, resolve, solver) -> None:
     """Raise BadInput naming two `prove` options that do not go together: a cluster's
     address with a local cluster's size, `--check` (which solves nothing) with any
-    option about solving, `--resolve` without `--check`, or an engine for `--check`
-    without `--resolve` (the engine only re-solves parts)."""
+    option about solving (`running`: option → value, None when not given), `--resolve`
+    without `--check`, or an engine for `--check` without `--resolve` (the engine only
+    re-solves parts)."""
     refuse_together(
         {"--address": address, "--workers": workers},
         "--workers sizes a local cluster, and --address uses a cluster already started",
     )
-    for option, value in (
-        ("--wall", wall),
-        ("--probe", probe or None),
-        ("--address", address),
-        ("--workers", workers),
-    ):
+    for option, value in {**running, "--address": address, "--workers": workers}.items():
         refuse_together(
             {"--check": check, option: value},
             "--check only re-reads the stored certificate, it solves nothing",
@@ -209,7 +219,7 @@ def _proof(family, params, split, width, solver, time_limit, cutoff):
 def _print_recheck(catalog_path: str, proof, resolve_seconds: float | None) -> None:
     """`prove --check`: print each problem of the stored certificate (exit 1 if any),
     or one line saying it holds."""
-    from puzzlesweep.proof import recheck
+    from puzzlesweep.recheck import recheck
 
     _print_problems(recheck(catalog_path, proof, resolve_seconds))
     out.print(f"certificate {proof.key} in {catalog_path} holds", highlight=False)
@@ -289,48 +299,17 @@ def _write_certificate(catalog_path: str, proof, path: str) -> None:
     out.print(f"certificate written to {path}", highlight=False)
 
 
-@contextmanager
-def _stopped_by_signals():
-    """While the proof runs, SIGINT and SIGTERM raise KeyboardInterrupt in this (main)
-    thread, so the run's row ends `interrupted` and its cluster closes before the exit
-    (Prefect's own SIGTERM bridge hands the signal back to this handler once it has
-    marked the flow run crashed). Exits 128 + the signal with one line; finished parts
-    stay in the catalog and a re-run solves the rest."""
-    caught: list[int] = []
-
-    def handler(signum, frame) -> None:
-        caught.append(signum)
-        raise KeyboardInterrupt
-
-    from prefect.exceptions import TerminationSignal
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    except (KeyboardInterrupt, TerminationSignal) as exc:
-        # Prefect's bridge may also end the flow with its TerminationSignal itself.
-        caught += [exc.signal] if isinstance(exc, TerminationSignal) else []
-        number = caught[0] if caught else signal.SIGINT
-        name = "SIGTERM" if number == signal.SIGTERM else "Ctrl-C"
-        raise fail(
-            f"{name}: the proof stopped; finished parts are kept, run it again to go on",
-            128 + number,
-        ) from None
-    finally:
-        for number, handling in previous.items():
-            signal.signal(number, handling)
-
-
-def _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard_address) -> dict:
+def _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard, memory) -> dict:
     """Run the attempt on the cluster at `address` (checked first: a port that accepts
     and never answers exits 2 in 10 s) or on a local one of `workers` (default: the
-    cores), announcing its links on stderr; returns `flows.prove.run_prove`'s report.
-    A run's failures exit as `run_errors` says."""
+    cores), each part under `memory` bytes (None: the worker's share), announcing its
+    links on stderr; returns `flows.prove.run_prove`'s report. A run's failures exit as
+    `run_errors` says."""
     from puzzlesweep.flows.cluster import probe_scheduler, quiet_dask
     from puzzlesweep.flows.prove import run_prove
 
     quiet_dask()
-    with run_errors(), _stopped_by_signals():
+    with run_errors(), stopped_by_signals("the proof stopped; finished parts are kept"):
         if address:
             probe_scheduler(address)
         return run_prove(
@@ -340,6 +319,7 @@ def _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard_add
             workers or CORES,
             probe,
             wall,
-            dashboard_address,
+            dashboard,
             announce=lambda line: err.print(line, highlight=False, soft_wrap=True),
+            memory_limit=memory,
         )

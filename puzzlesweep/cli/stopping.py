@@ -1,4 +1,5 @@
-"""How `run` stops on Ctrl-C or SIGTERM: one line, nothing false written, a bounded exit."""
+"""How `run`, `prove` and `search` stop on Ctrl-C or SIGTERM: one line, nothing false
+written, a bounded exit."""
 
 import logging
 import os
@@ -12,7 +13,7 @@ from typing import Any
 
 import typer
 
-from puzzlesweep.cli.common import err
+from puzzlesweep.cli.common import err, fail
 
 STOP_SECONDS = 7.0
 
@@ -146,3 +147,36 @@ def _freeze_local_workers() -> list:
         except psutil.Error:
             continue
     return workers
+
+
+@contextmanager
+def stopped_by_signals(what: str):
+    """While a proof or a sharded search runs, SIGINT and SIGTERM raise
+    KeyboardInterrupt in this (main) thread, so its row ends `interrupted` and its
+    cluster closes before the exit (Prefect's own SIGTERM bridge hands the signal back to
+    this handler once it has marked the flow run crashed). Exits 128 + the signal with
+    one line, "Ctrl-C: `what`, run it again to go on" (or SIGTERM): what it finished is
+    kept and a re-run does the rest."""
+    caught: list[int] = []
+
+    def handler(signum, frame) -> None:
+        caught.append(signum)
+        raise KeyboardInterrupt
+
+    from prefect.exceptions import TerminationSignal
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    except (KeyboardInterrupt, TerminationSignal) as exc:
+        # Prefect's bridge may also end the flow with its TerminationSignal itself.
+        caught += [exc.signal] if isinstance(exc, TerminationSignal) else []
+        number = caught[0] if caught else signal.SIGINT
+        name = "SIGTERM" if number == signal.SIGTERM else "Ctrl-C"
+        raise fail(
+            f"{name}: {what}, run it again to go on",
+            128 + number,
+        ) from None
+    finally:
+        for number, handling in previous.items():
+            signal.signal(number, handling)

@@ -201,3 +201,12 @@ def invariants(rules: np.ndarray, size: int) -> np.ndarray:
 def position_class(board: int, basis: np.ndarray) -> tuple[int, ...]:
     """The parities of the tokens on each invariant weight of `basis`."""
     return tuple((board & int(w)).bit_count() & 1 for w in basis)
+
+
+def goals_in_class(problem: LayeredProblem) -> tuple[int, ...]:
+    """The goals of `problem` in the position class of some start (`invariants`; G. I.
+    Bell, "Solving Triangular Peg Solitaire", JIS 11 (2008) 08.4.8): only those can be
+    reached, so none left means no start reaches a goal."""
+    basis = invariants(problem.rules, problem.size)
+    classes = {position_class(s, basis) for s in problem.starts}
+    return tuple(g for g in problem.goals if position_class(g, basis) in classes)

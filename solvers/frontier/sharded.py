@@ -29,14 +29,22 @@ import hashlib
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from .kernels import board_keys, difference, distinct, expand, member
 from .layers import CHUNK, walk
-from .problem import MEMORY, LayeredProblem, bound_of, key_tables, move_tables, prune_table
+from .problem import (
+    MEMORY,
+    LayeredProblem,
+    bound_of,
+    goals_in_class,
+    key_tables,
+    move_tables,
+    prune_table,
+)
 
 #: Positions sampled to estimate the cost of expanding a layer (see `moves._Side.cost`).
 SAMPLE = 512
@@ -52,7 +60,9 @@ def owner(keys: np.ndarray, shards: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class ShardedRun:
-    """A sharded `min_moves` search: `problem` (a LayeredProblem, question min_moves),
+    """A sharded `min_moves` search: `problem` (a LayeredProblem, question min_moves;
+    kept with only the goals in a start's position class, `goals_in_class`, and
+    infeasible at once when there is none),
     `folder` (the run's directory, created if missing), `shards` (>= 1; fixed for the
     life of the folder) and `memory` (bytes one part may hold: checked before it loads
     its arrays; a resumed run may raise it). Raises ValueError for another question or
@@ -68,6 +78,9 @@ class ShardedRun:
             raise ValueError(f"a sharded search answers min_moves, not {self.problem.question}")
         if self.shards < 1:
             raise ValueError(f"shards must be at least 1, not {self.shards}")
+        goals = goals_in_class(self.problem)  # the others never meet a start
+        if goals and goals != tuple(self.problem.goals):  # (frozen: set once, here)
+            object.__setattr__(self, "problem", replace(self.problem, goals=goals, tables={}))
 
     def layer(self, target: int, side: str, d: int) -> Path:
         """The directory of layer d of `side` ('f' or 'b') for `target`."""
@@ -228,17 +241,28 @@ def _cost(run: ShardedRun, target: int, side: str, d: int, size: int) -> float:
     return (made + done) * size / done
 
 
-def _check_folder(run: ShardedRun) -> None:
-    """Write `run.json`, or check that the folder's run is this one. Raises ValueError
-    when the folder holds a search of another problem or shard count."""
-    path = Path(run.folder) / "run.json"
+def check_folder(run: ShardedRun, write: bool = True) -> None:
+    """Check that the folder's run is this one, or (`write`) write its `run.json`.
+    Raises ValueError when the folder holds a search of another problem or shard count,
+    or is not a directory that can be written (a file, a parent without permission)."""
+    folder = Path(run.folder)
+    path = folder / "run.json"
     mine = fingerprint(run)
     if path.exists():
         if (theirs := json.loads(path.read_text())) != mine:
-            raise ValueError(f"{run.folder} holds another search ({theirs}), not {mine}")
+            if {**theirs, "shards": run.shards} == mine:
+                raise ValueError(
+                    f"{run.folder} holds a search of {theirs['shards']} shards, not {run.shards}"
+                )
+            raise ValueError(f"{run.folder} holds another search (of another board or starts)")
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _write_json(path, mine)
+    existing = next(p for p in (folder, *folder.resolve().parents) if p.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        why = "is not a directory" if not existing.is_dir() else "cannot be written"
+        raise ValueError(f"folder {run.folder} cannot be made: {existing} {why}")
+    if write:
+        folder.mkdir(parents=True, exist_ok=True)
+        _write_json(path, mine)
 
 
 def plan(run: ShardedRun) -> Step:
@@ -246,12 +270,13 @@ def plan(run: ShardedRun) -> Step:
     search does first): the first target not failed, its roots seeded if need be, then
     the common position if a finished layer met the other side, the failure of the
     target if the radii reach it or a side ran empty, else the expansion of the side
-    whose next layer costs less. Raises ValueError as `_check_folder`."""
-    _check_folder(run)
+    whose next layer costs less. Raises ValueError as `check_folder`."""
+    check_folder(run)
     forward = prune_table(run.problem, 1)
     target = max(1, min(bound_of(s, forward) for s in run.problem.starts))
-    while True:
-        if target > run.problem.size:  # more moves than rules can fire
+    reachable = goals_in_class(run.problem)
+    while True:  # no goal in a start's class, or more moves than rules can fire: none
+        if not reachable or target > run.problem.size:
             return Step("infeasible", target)
         failed = Path(run.folder) / f"t{target}.json"
         if failed.exists():

@@ -1,0 +1,149 @@
+"""`puzzlesweep search` (the fewest moves of peg solitaire by a layered search sharded
+over a Dask cluster, every finished layer kept on disk so that the same command
+resumes)."""
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+
+from puzzlesweep import catalog
+from puzzlesweep.cli.common import (
+    CORES,
+    DASHBOARD_DEFAULT,
+    AddressOption,
+    CatalogOption,
+    DashboardOption,
+    WorkersOption,
+    app,
+    cell_text,
+    check_dashboard_address,
+    check_workers,
+    err,
+    fail,
+    out,
+    parse_assignments,
+    parse_memory,
+    refuse_together,
+    run_errors,
+)
+from puzzlesweep.cli.stopping import stopped_by_signals
+from puzzlesweep.core import BadInput, validation_message
+
+FolderOption = Annotated[
+    str,
+    typer.Option(help="The search's directory: every finished layer, and what a re-run resumes"),
+]
+ShardsOption = Annotated[
+    int, typer.Option(min=1, max=4096, help="Parts of every layer (fixed for a folder)")
+]
+PartMemoryOption = Annotated[
+    str | None,
+    typer.Option("--memory-limit", help="Memory one part may hold, e.g. 5GiB [default: 4GiB]"),
+]
+WallOption = Annotated[
+    float | None,
+    typer.Option(min=1.0, help="Seconds for the whole search (no layer starts after)"),
+]
+
+
+@app.command()
+def search(
+    family: Annotated[str, typer.Argument(help="peg_solitaire")],
+    params: Annotated[
+        list[str] | None, typer.Argument(help="side=9 start=all|HOLE [finish=any|start|HOLE]")
+    ] = None,
+    folder: FolderOption = ...,
+    shards: ShardsOption = 2,
+    wall: WallOption = None,
+    memory_limit: PartMemoryOption = None,
+    location: CatalogOption = None,
+    address: AddressOption = None,
+    workers: WorkersOption = None,
+    dashboard_address: DashboardOption = None,
+) -> None:
+    """Fewest moves by a layered search whose layers are sharded over Dask workers.
+
+    `start=all` asks for the fewest over every start (OEIS A127500), printed only; a
+    start hole asks for one instance, whose row is also written to the catalog. A
+    re-run with the same --folder resumes from its last finished layer."""
+    from puzzlesweep import puzzles
+
+    catalog_path = location or catalog.default_catalog()
+    try:
+        refuse_together(
+            {"--address": address, "--workers": workers},
+            "--workers sizes a local cluster, and --address uses a cluster already started",
+        )
+        check_workers(workers)
+        dashboard_address = dashboard_address or DASHBOARD_DEFAULT
+        check_dashboard_address(dashboard_address, bind=not address)
+        run, verify, p = _search_run(family, params, folder, shards, parse_memory(memory_limit))
+        if p is not None:
+            catalog.check_writable(catalog_path)
+    except ValidationError as exc:
+        raise fail(f"{family}: {validation_message(exc, puzzles.get(family).Params)}") from None
+    except (BadInput, ValueError) as exc:
+        raise fail(f"{family}: {exc}") from None
+    started_at = datetime.now(UTC)
+    options = (address, workers or CORES, dashboard_address, wall)
+    report = _run_search(run, verify, *options)
+    what = "every start" if p is None else f"start {p.start}"
+    out.print(
+        f"{family} {' '.join(params or [])} ({what}): status {report['status']}  "
+        f"fewest moves {cell_text(report['objective'])}  bound {cell_text(report['bound'])}  "
+        f"{report['layers']} layers made now  {report['seconds']:.1f} s",
+        highlight=False,
+    )
+    if p is not None:
+        from puzzlesweep.flows.shard import write_row
+
+        with run_errors():
+            new = write_row(catalog_path, puzzles.get(family), p, report, wall, started_at)
+        err.print(f"its row is {'now' if new else 'already'} in {catalog_path}", highlight=False)
+
+
+def _search_run(family: str, params, folder: str, shards: int, memory: int | None):
+    """(the `ShardedRun`, its `verify(path)`, the instance's Params or None for every
+    start). Raises BadInput for a family without a sharded search, ValueError or
+    ValidationError for bad params or a folder that cannot hold this search."""
+    from puzzlesweep import puzzles
+    from puzzlesweep.solvers.frontier import MEMORY
+    from puzzlesweep.solvers.frontier.sharded import ShardedRun, check_folder
+
+    module = puzzles.get(family)
+    if not hasattr(module, "min_moves_search"):
+        raise BadInput(f"family {family} has no sharded search (peg_solitaire has one)")
+    problem, verify, p = module.min_moves_search(parse_assignments(params or []))
+    run = ShardedRun(problem, folder, shards, memory or MEMORY)
+    check_folder(run, write=False)  # written once the cluster answers
+    return run, verify, p
+
+
+def _run_search(run, verify, address, workers, dashboard, wall) -> dict:
+    """`flows.shard.run_search` with its cluster's links and every layer on stderr; a
+    Ctrl-C or SIGTERM exits 130 or 143 with one line (the finished layers are kept)."""
+    from puzzlesweep.flows.cluster import probe_scheduler, quiet_dask
+    from puzzlesweep.flows.shard import run_search
+
+    quiet_dask()
+    announce = lambda line: err.print(line, highlight=False, soft_wrap=True)  # noqa: E731
+    with run_errors(), stopped_by_signals(f"the search stopped; its layers are in {run.folder}"):
+        if address:
+            probe_scheduler(address)
+        _check_folder(run)  # the last check, once the cluster answers: it writes run.json
+        return run_search(run, verify, address, workers, dashboard, wall, announce)
+
+
+def _check_folder(run) -> None:
+    """`sharded.check_folder` (which writes the folder's `run.json`), its failures as
+    BadInput naming the folder."""
+    from puzzlesweep.solvers.frontier.sharded import check_folder
+
+    try:
+        check_folder(run)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    except OSError as exc:  # a read-only file system, seen only when writing
+        raise BadInput(f"folder {run.folder}: {exc.strerror or exc}") from None
