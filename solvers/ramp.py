@@ -127,10 +127,10 @@ def ramp_up(model: MipModel, nodes: int, seconds: float = SECONDS) -> RampUp:
     if nodes < 1:
         raise ValueError(f"a ramp-up needs at least 1 node, got {nodes}")
     started = time.perf_counter()
-    m, xs = scip_engine._build(model, Limits(seconds, nodes))
+    m, xs = scip_engine.build_model(model, Limits(seconds, nodes))
     m.setParam("presolving/maxrestarts", 0)
     m.setParam("misc/usesymmetry", 0)
-    scip_engine._add_start(m, xs, model)
+    scip_engine.add_start(m, xs, model)
     m.optimizeNogil()
     status = m.getStatus()
     paths: list = []

@@ -54,7 +54,7 @@ _STATUS = {
 }  # anything else, "userinterrupt" included, is an error: never a limit that did not hold
 
 
-def _build(model: MipModel, limits: Limits) -> tuple[pyscipopt.Model, list]:
+def build_model(model: MipModel, limits: Limits) -> tuple[pyscipopt.Model, list]:
     """A SCIP model of `model` with the limits and the options of the module docstring,
     and its variables (one per column). Raises ValueError for an option SCIP refuses or
     one naming a limit (limits/time, limits/nodes, lp/threads)."""
@@ -112,7 +112,7 @@ def _add_row(m: pyscipopt.Model, expr, lo: float, hi: float, name: str) -> None:
         m.addCons(expr >= lo, name=name)
 
 
-def _add_start(m: pyscipopt.Model, xs: list, model: MipModel) -> dict:
+def add_start(m: pyscipopt.Model, xs: list, model: MipModel) -> dict:
     """Hand `model.start` to SCIP as an incumbent; {} without a start, else
     {"start_used": whether it had n values, was feasible and was stored}."""
     if model.start is None:
@@ -138,10 +138,10 @@ def solve(model: MipModel, limits: Limits) -> SolverResult:
     """
     started = time.perf_counter()
     try:
-        m, xs = _build(model, limits)
+        m, xs = build_model(model, limits)
     except ValueError as exc:
         return SolverResult("error", message=str(exc), solver="scip", solver_version=VERSION)
-    extra = _add_start(m, xs, model)
+    extra = add_start(m, xs, model)
     m.optimizeNogil()
     seconds = time.perf_counter() - started
     raw = m.getStatus()
@@ -186,7 +186,7 @@ def _count_once(
     """The number of integer assignments of `model` with costs·x <= optimum (and
     x_j = x_{perm[j]} for j < len(perm) when `perm` is given); None when the time ran
     out first."""
-    m, xs = _build(model, Limits(max(seconds, 0.01)))
+    m, xs = build_model(model, Limits(max(seconds, 0.01)))
     m.setParamsCountsols()
     # Probing in presolve miscounts (bishops 4×4: the solutions fixed by one symmetry
     # counted 2 where there is 1), so it is off for every count.
