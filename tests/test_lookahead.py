@@ -28,11 +28,7 @@ def test_a_lookahead_tree_proves_seven_by_seven_no_three_in_a_row():
         splitting.Split((), split.parts[1:], len(split.parts) - 1)
     )
     proof = Proof("no_k_in_row", {"dims": [7, 7], "k": 3}, text, 1, Limits(30))
-    rows = []
-    for part in split.parts:  # the cutoff from the best part so far, as the flow does
-        best = best_row(rows)
-        cutoff = None if best is None else best["objective"] - 1
-        rows.append(solve_one(proof, part.index, cutoff, proof.limits, "t"))
+    rows = solve_parts(proof, split)
     combined = combined_row(proof, dict(enumerate(rows)), None, "t")
     assert (combined["status"], combined["objective"], combined["bound"]) == ("optimal", 23, 23)
     # the certificate of a tree split re-derives its parts from the tree text alone
@@ -40,6 +36,17 @@ def test_a_lookahead_tree_proves_seven_by_seven_no_three_in_a_row():
     assert certificate.check(document) == []
     document["parts"][2]["fixings"] = []
     assert certificate.check(document)[0].startswith("part 2: ")
+
+
+def solve_parts(proof: Proof, split) -> list[dict]:
+    """The row of every part of `split`, in this process, each with the best incumbent
+    of the parts before it − 1 as its cutoff, as the prove flow gives them."""
+    rows: list[dict] = []
+    for part in split.parts:
+        best = best_row(rows)
+        cutoff = None if best is None else best["objective"] - 1
+        rows.append(solve_one(proof, part.index, cutoff, proof.limits, "t"))
+    return rows
 
 
 def _document(proof: Proof, rows: list[dict], combined: dict) -> dict:

@@ -6,13 +6,13 @@ parts prove a 2-D board's exact optimum with real SCIP and the certificate file 
 import pytest
 
 from puzzlesweep import certificate, puzzles
-from puzzlesweep.proof import Proof, best_row, combined_row, solve_one
+from puzzlesweep.proof import Proof, combined_row
 from puzzlesweep.solvers import Limits, lookahead, ramp
 from puzzlesweep.solvers import split as splitting
 from puzzlesweep.solvers.mip import MipModel
 
 from .conftest import cli
-from .test_lookahead import _document
+from .test_lookahead import _document, solve_parts
 
 KNIGHTS = puzzles.get("domination")
 NOK = puzzles.get("no_k_in_row")
@@ -29,11 +29,7 @@ def test_the_open_nodes_of_a_ramp_up_prove_knights_ten_by_ten(tmp_path):
     assert len(split.parts) == found.open + found.closed
     assert splitting.fixings_cover(split.parts) is None
     proof = Proof("domination", params, found.tree, 0, Limits(30), solver="scip")
-    rows = []
-    for part in split.parts:  # the cutoff from the best part so far, as the flow does
-        best = best_row(rows)
-        cutoff = None if best is None else best["objective"] - 1
-        rows.append(solve_one(proof, part.index, cutoff, proof.limits, "t"))
+    rows = solve_parts(proof, split)  # each with the best cutoff so far, as the flow does
     combined = combined_row(proof, dict(enumerate(rows)), None, "t")
     assert (combined["status"], combined["objective"], combined["bound"]) == ("optimal", 16, 16)
     path = tmp_path / "knights.json"  # the certificate file re-checks from the tree alone
