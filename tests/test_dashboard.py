@@ -79,6 +79,7 @@ def count(results: Path) -> int:
     return catalog.query(results, "SELECT count(*) FROM results")[1][0][0]
 
 
+@pytest.mark.slow
 def test_dashboard_follows_a_running_sweep(tmp_path):
     spec = tmp_path / "live.toml"
     spec.write_text(LIVE)

@@ -144,6 +144,7 @@ def workers_of(results: Path) -> set[str]:
     }
 
 
+@pytest.mark.slow
 def test_the_same_sweep_on_threads_a_local_cluster_and_dask_processes(prefect_api, tmp_path):
     import os
 
