@@ -143,6 +143,7 @@ def solve_start_up_seconds(tmp_path: Path) -> float:
     return seconds
 
 
+@pytest.mark.slow
 def test_solve_holds_its_memory_limit_while_it_builds_the_model(tmp_path):
     # Unguarded, this solve gave no result after 240 s and 7.1 GB; the model alone
     # outgrows 512 MiB within seconds (971 MiB in 10 s here, unloaded). The time limit is
@@ -170,6 +171,7 @@ OUTLASTS_3_S = ("solve", "monochromatic_lines", "n=10", "d=6", "counts=500000,50
 OUTLASTS_3_S += ("--time-limit", "3")
 
 
+@pytest.mark.slow
 def test_solve_holds_its_time_limit_from_the_start_of_building_the_model(tmp_path):
     # The time limit counts from the start of building the model: counted from the
     # solver's start, --time-limit 20 took 91 s and 6.2 GB here, printing 32.7 s.
