@@ -18,7 +18,13 @@ from puzzlesweep.puzzles.peg_solitaire import engine
 from puzzlesweep.solvers import Limits, SolverResult
 from puzzlesweep.solvers.frontier import LayeredProblem, moves
 from puzzlesweep.solvers.frontier.layers import Budget, chains
-from puzzlesweep.solvers.frontier.problem import MEMORY, bound_of, move_tables, prune_table
+from puzzlesweep.solvers.frontier.problem import (
+    MEMORY,
+    bound_of,
+    move_tables,
+    prune_table,
+    reachable_goals,
+)
 from tests.conftest import ROOT
 
 
@@ -159,11 +165,11 @@ def test_the_backward_side_starts_from_the_goals_of_the_start_class():
     # keep the position class; on T_8 the one-peg boards of hole 5's class are the
     # holes 1, 5, 7, 10, ... (every third hole along each row, by hand as in
     # test_position_classes_of_the_triangle of test_peg_engine.py), 12 of 36.
-    one = moves._reachable_goals(engine.problem(8, [4], None, "min_moves"))
+    one = reachable_goals(engine.problem(8, [4], None, "min_moves"))
     holes = [g.bit_length() for g in one.goals]
     assert holes == [1, 5, 7, 10, 13, 17, 20, 22, 25, 28, 31, 34]
     everything = engine.problem(8, list(range(36)), None, "min_moves")
-    assert moves._reachable_goals(everything) is everything  # every class has a start
+    assert reachable_goals(everything) is everything  # every class has a start
 
 
 @pytest.mark.parametrize("depth", [2, 3])
@@ -171,7 +177,7 @@ def test_looking_several_layers_ahead_finds_a_solution_or_proves_there_is_none(d
     # T_6 from the corner: 10 moves, none of 9 (test_peg_engine.py's values recorded
     # from the earlier numpy engine). The last `depth` layers looked up at once from
     # the whole of the layer before: a common position at target 10, none at 9.
-    problem = moves._reachable_goals(engine.problem(6, [0], None, "min_moves"))
+    problem = reachable_goals(engine.problem(6, [0], None, "min_moves"))
     for target, found in ((9, False), (10, True)):
         budget = Budget(Limits(60), MEMORY)
         forward = moves._Side(problem, False, target)

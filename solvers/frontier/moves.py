@@ -28,11 +28,10 @@ from .layers import CHUNK, Budget, Stop, fill, meet, walk
 from .problem import (
     LayeredProblem,
     bound_of,
-    invariants,
     key_tables,
     move_tables,
-    position_class,
     prune_table,
+    reachable_goals,
 )
 
 #: The part of the last kept layer of a target whose grandchildren are looked up at
@@ -240,7 +239,7 @@ def min_moves(problem: LayeredProblem, budget: Budget, result: SolverResult) -> 
     result.bound = 0.0
     if not _incumbent(problem, budget, result):
         return
-    problem = _reachable_goals(problem)
+    problem = reachable_goals(problem)
     forward = prune_table(problem, 1)
     target = max(1, min(bound_of(s, forward) for s in problem.starts))
     if set(problem.starts) & set(problem.goals):
@@ -262,19 +261,6 @@ def min_moves(problem: LayeredProblem, budget: Budget, result: SolverResult) -> 
             result.bound = float(target)
     finally:
         result.extra["peak_bytes"] = budget.peak
-
-
-def _reachable_goals(problem: LayeredProblem) -> LayeredProblem:
-    """`problem` with only the goals in the position class of some start (the GF(2)
-    invariants, `problem.invariants`; G. I. Bell, "Solving Triangular Peg Solitaire",
-    JIS 11 (2008) 08.4.8): a backward search from another class's goal never meets a
-    forward position, and on a one-vacancy triangle start two goals in three are such."""
-    basis = invariants(problem.rules, problem.size)
-    classes = {position_class(s, basis) for s in problem.starts}
-    goals = tuple(g for g in problem.goals if position_class(g, basis) in classes)
-    if len(goals) == len(problem.goals) or not goals:
-        return problem
-    return replace(problem, goals=goals, tables={})
 
 
 def _attempt(problem, budget: Budget, result: SolverResult, target: int, attempts) -> bool:

@@ -8,7 +8,7 @@ regions that bound the moves still needed (`prune_table`), and the GF(2) invaria
 the rules (`invariants`, G. I. Bell's position classes).
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import reduce
 from operator import or_
 from typing import Literal
@@ -210,3 +210,14 @@ def goals_in_class(problem: LayeredProblem) -> tuple[int, ...]:
     basis = invariants(problem.rules, problem.size)
     classes = {position_class(s, basis) for s in problem.starts}
     return tuple(g for g in problem.goals if position_class(g, basis) in classes)
+
+
+def reachable_goals(problem: LayeredProblem) -> LayeredProblem:
+    """`problem` with only its `goals_in_class`: a backward search from another class's
+    goal never meets a forward position, and on a one-vacancy triangle start two goals
+    in three are such. Unchanged when every goal is kept, or none (no goal is reachable:
+    the caller says so; a problem needs a goal)."""
+    goals = goals_in_class(problem)
+    if len(goals) == len(problem.goals) or not goals:
+        return problem
+    return replace(problem, goals=goals, tables={})

@@ -29,7 +29,7 @@ import hashlib
 import json
 import math
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +44,7 @@ from .problem import (
     key_tables,
     move_tables,
     prune_table,
+    reachable_goals,
 )
 
 #: Positions sampled to estimate the cost of expanding a layer (see `moves._Side.cost`).
@@ -78,9 +79,8 @@ class ShardedRun:
             raise ValueError(f"a sharded search answers min_moves, not {self.problem.question}")
         if self.shards < 1:
             raise ValueError(f"shards must be at least 1, not {self.shards}")
-        goals = goals_in_class(self.problem)  # the others never meet a start
-        if goals and goals != tuple(self.problem.goals):  # (frozen: set once, here)
-            object.__setattr__(self, "problem", replace(self.problem, goals=goals, tables={}))
+        # only the goals a start can reach (frozen: set once, here)
+        object.__setattr__(self, "problem", reachable_goals(self.problem))
 
     def layer(self, target: int, side: str, d: int) -> Path:
         """The directory of layer d of `side` ('f' or 'b') for `target`."""
