@@ -14,7 +14,9 @@ the caller), exits saying `configured` when they name an API, and otherwise bind
 port on 127.0.0.1, says `port N` and serves the app there until it is stopped or the
 thread that started it ends (PR_SET_PDEATHSIG: a SIGKILLed run leaves no server). The
 caller imports Prefect and starts its cluster meanwhile, and waits for the API's
-`/health` only when the flow is about to start.
+`/health` only when the flow is about to start. `prefect_api` points this process (and
+the Dask workers, through the task runner's settings) at the configured API or at one
+such temporary API for the whole run.
 
 Its database is SQLite in memory (`MEMORY`, filled at start from a copy of the empty
 database that the first start leaves in the user's cache, `_template()`, so that
@@ -48,7 +50,8 @@ import sys
 import tempfile
 import time
 import urllib.request
-from contextlib import asynccontextmanager, closing, suppress
+from collections.abc import Iterator
+from contextlib import asynccontextmanager, closing, contextmanager, suppress
 from pathlib import Path
 
 #: Seconds to wait for the API when PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
@@ -277,3 +280,34 @@ def app(keeper: "sqlite3.Connection | None" = None, save: bool = False):
 
 if __name__ == "__main__":
     serve()
+
+
+@contextmanager
+def prefect_api(api: TemporaryAPI | None = None) -> Iterator[str]:
+    """Use the configured Prefect API, or a temporary API server for the whole run
+    (`api`, started earlier by the caller, or a new one), and point this process and,
+    through the settings that the task runner ships with each task, every Dask worker at
+    it; otherwise each worker process would start its own (docs/architecture.md).
+    A temporary API has no UI URL (`url_for` gives None): nothing links to it. Stops
+    the temporary server on exit (also `api` when an API is configured), once the
+    log lines queued for it are sent. Yields the API URL. Raises flows.api.APIError when
+    the temporary API does not start."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL, temporary_settings
+
+    if configured := configured_api():
+        if api is not None:
+            api.stop()
+        yield configured
+        return
+    with api or TemporaryAPI() as server:
+        url = server.url()
+        if url is None:  # its settings name an API that this process's settings do not
+            raise RuntimeError("Prefect's settings differ between this process and its child")
+        # no UI URL: a link into a temporary API is dead once the run ends
+        with temporary_settings(updates={PREFECT_API_URL: url, PREFECT_UI_URL: ""}):
+            try:
+                yield url
+            finally:  # the run's last log lines reach the API before it stops
+                from prefect.logging.handlers import APILogWorker
+
+                APILogWorker.drain_all(timeout=5)

@@ -3,8 +3,8 @@ here, so a newcomer finds in one module what the package asks of Dask.
 
 `dask_cluster` connects to a scheduler or starts a `LocalCluster`, and `dask_runner`
 is the Prefect task runner on it; `probe_scheduler` and `connect` check an address;
-`prefect_api` uses the configured Prefect API (`configured_api`) or a temporary one
-(`flows.api.TemporaryAPI`) and points the workers at it; `PuzzleWorker` (the worker
+`api_and_cluster` starts a cluster under `flows.api.prefect_api` (the configured Prefect
+API or a temporary one, the workers pointed at it); `PuzzleWorker` (the worker
 plugin, owner of the worker's solver processes), `worker_identity`, `report_to` and
 `warm_worker` run on the workers; `on_every_part` runs parts as plain futures;
 `quiet_dask` keeps Dask's INFO lines off a terminal. The validated settings that
@@ -17,7 +17,7 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import dask
 from distributed import Client, Event, LocalCluster, fire_and_forget, get_worker
@@ -26,7 +26,7 @@ from distributed.comm.core import CommClosedError
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from puzzlesweep.core import BadInput
-from puzzlesweep.flows.api import TemporaryAPI, configured_api
+from puzzlesweep.flows.api import TemporaryAPI, configured_api, prefect_api
 from puzzlesweep.flows.faults import within
 from puzzlesweep.flows.isolate import Children
 from puzzlesweep.flows.probes import answers, check_address
@@ -179,37 +179,6 @@ def warm_worker(memory_limit: int | None = None) -> str:
 
 
 @contextmanager
-def prefect_api(api: TemporaryAPI | None = None) -> Iterator[str]:
-    """Use the configured Prefect API, or a temporary API server for the whole run
-    (`api`, started earlier by the caller, or a new one), and point this process and,
-    through the settings that the task runner ships with each task, every Dask worker at
-    it; otherwise each worker process would start its own (docs/architecture.md).
-    A temporary API has no UI URL (`url_for` gives None): nothing links to it. Stops
-    the temporary server on exit (also `api` when an API is configured), once the
-    log lines queued for it are sent. Yields the API URL. Raises flows.api.APIError when
-    the temporary API does not start."""
-    from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL, temporary_settings
-
-    if configured := configured_api():
-        if api is not None:
-            api.stop()
-        yield configured
-        return
-    with api or TemporaryAPI() as server:
-        url = server.url()
-        if url is None:  # its settings name an API that this process's settings do not
-            raise RuntimeError("Prefect's settings differ between this process and its child")
-        # no UI URL: a link into a temporary API is dead once the run ends
-        with temporary_settings(updates={PREFECT_API_URL: url, PREFECT_UI_URL: ""}):
-            try:
-                yield url
-            finally:  # the run's last log lines reach the API before it stops
-                from prefect.logging.handlers import APILogWorker
-
-                APILogWorker.drain_all(timeout=5)
-
-
-@contextmanager
 def dask_cluster(
     address: str | None = None,
     workers: int = 2,
@@ -248,6 +217,28 @@ def dask_cluster(
             _ready_workers(client)
         link = cluster.dashboard_link if dashboard_address else None
         yield cluster.scheduler_address, link, workers
+
+
+@contextmanager
+def api_and_cluster(
+    address: str | None,
+    workers: int,
+    dashboard_address: str | None,
+    timeout: float,
+    say: Callable[[str], None],
+) -> Iterator[tuple[str, str | None, int]]:
+    """`dask_cluster(address, workers, dashboard_address, timeout)` under the configured
+    Prefect API or a temporary one, started before the cluster so that both start at
+    once, this process pointed at it (`prefect_api`): what a run of one instance
+    (`prove`, `search`) runs under. `say(line)` is told the scheduler, its workers and
+    its dashboard. Yields what `dask_cluster` yields; raises what it and `prefect_api`
+    raise."""
+    api = None if configured_api() else TemporaryAPI()
+    with api or nullcontext(), dask_cluster(address, workers, dashboard_address, timeout) as up:
+        scheduler, dashboard, found = up
+        say(f"Dask scheduler {scheduler}, {found} workers, dashboard {dashboard or '(none)'}")
+        with prefect_api(api):
+            yield up
 
 
 def _ready_workers(client) -> None:

@@ -19,7 +19,7 @@ catalog (`settled`): no cluster, no API, no row written.
 import json
 import math
 import time
-from contextlib import nullcontext, suppress
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -29,14 +29,7 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from puzzlesweep import catalog
-from puzzlesweep.flows.cluster import (
-    batch_children,
-    configured_api,
-    dask_cluster,
-    dask_runner,
-    prefect_api,
-    worker_identity,
-)
+from puzzlesweep.flows.cluster import api_and_cluster, batch_children, dask_runner, worker_identity
 from puzzlesweep.flows.faults import retry_transient
 from puzzlesweep.flows.isolate import Children
 from puzzlesweep.flows.submit import submit_all
@@ -340,8 +333,6 @@ def run_prove(
     from prefect import tags
     from prefect.exceptions import TerminationSignal
 
-    from puzzlesweep.flows.api import TemporaryAPI
-
     build(proof)  # bad input fails before any cluster starts
     say = announce or (lambda line: None)
     catalog_path = catalog.resolve(catalog_path)
@@ -349,16 +340,11 @@ def run_prove(
         say(f"prove {proof.key}: every part is final in the catalog, nothing to solve")
         return {**report, "scheduler": None, "dashboard": None}
     manifest = _claim(proof, catalog_path, probe_seconds, wall_seconds)
-    api = None if configured_api() else TemporaryAPI()  # starts with the cluster
+    cluster = api_and_cluster(address, workers, dashboard_address, connect_timeout, say)
     try:
-        with (
-            catalog.Heartbeat(catalog_path, lambda: manifest),
-            api or nullcontext(),
-            dask_cluster(address, workers, dashboard_address, connect_timeout) as cluster,
-        ):
-            scheduler, dashboard, found = cluster
-            say(f"Dask scheduler {scheduler}, {found} workers, dashboard {dashboard or '(none)'}")
-            with prefect_api(api), tags(f"sweep:prove-{proof.key}", f"family:{proof.family}"):
+        with catalog.Heartbeat(catalog_path, lambda: manifest), cluster as up:
+            scheduler, dashboard, found = up
+            with tags(f"sweep:prove-{proof.key}", f"family:{proof.family}"):
                 flow_ = prove.with_options(
                     task_runner=dask_runner(scheduler),
                     flow_run_name=f"prove {proof.family} {proof.key} "

@@ -21,20 +21,13 @@ import math
 import resource
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
 from datetime import UTC, datetime
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from puzzlesweep.flows.cluster import (
-    configured_api,
-    connect,
-    dask_cluster,
-    on_every_part,
-    prefect_api,
-    worker_identity,
-)
+from puzzlesweep.core import BadInput
+from puzzlesweep.flows.cluster import api_and_cluster, connect, on_every_part, worker_identity
 from puzzlesweep.solvers import Limits, frontier
 from puzzlesweep.solvers.frontier import sharded
 from puzzlesweep.solvers.frontier.sharded import ShardedRun, Step
@@ -142,11 +135,15 @@ def run_search(
     LocalCluster of `workers` processes) under the configured or a temporary Prefect
     API, as `flows.prove.run_prove` runs a proof; `announce(line)` is told the cluster's
     address and every finished layer. Returns the flow's report plus "scheduler" and
-    "dashboard". Raises BadInput for an address that does not answer, and ValueError for
-    a folder that holds another search (`sharded.check_folder`)."""
-    from puzzlesweep.flows.api import TemporaryAPI
-
-    sharded.check_folder(run)  # before any cluster starts
+    "dashboard". Raises BadInput for an address that does not answer and for a folder
+    that cannot hold this search (`sharded.check_folder`: another search, a file, no
+    permission), before any cluster starts."""
+    try:  # before any cluster starts
+        sharded.check_folder(run)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    except OSError as exc:  # a read-only file system, seen only when writing
+        raise BadInput(f"folder {run.folder}: {exc.strerror or exc}") from None
     say = announce or (lambda line: None)
 
     def on_layer(step: Step, manifest: dict) -> None:
@@ -154,14 +151,11 @@ def run_search(
         say(f"target {step.target}: {side} layer {step.d + 1}, {manifest['keys']:,} keys "
             f"({time.perf_counter() - started:.0f} s)")  # fmt: skip
 
-    api = None if configured_api() else TemporaryAPI()
-    cluster = dask_cluster(address, workers, dashboard_address, connect_timeout)
-    with api or nullcontext(), cluster as (scheduler, dashboard, found):
-        say(f"Dask scheduler {scheduler}, {found} workers, dashboard {dashboard or '(none)'}")
+    cluster = api_and_cluster(address, workers, dashboard_address, connect_timeout, say)
+    with cluster as (scheduler, dashboard, _):
         started = time.perf_counter()
-        with prefect_api(api):
-            flow_ = sharded_search.with_options(flow_run_name=f"search {run.folder}")
-            report = flow_(run, scheduler, verify, on_layer, wall_seconds)
+        flow_ = sharded_search.with_options(flow_run_name=f"search {run.folder}")
+        report = flow_(run, scheduler, verify, on_layer, wall_seconds)
     return {**report, "scheduler": scheduler, "dashboard": dashboard}
 
 

@@ -117,7 +117,7 @@ def _search_run(family: str, params, folder: str, shards: int, memory: int | Non
         raise BadInput(f"family {family} has no sharded search (peg_solitaire has one)")
     problem, verify, p = module.min_moves_search(parse_assignments(params or []))
     run = ShardedRun(problem, folder, shards, memory or MEMORY)
-    check_folder(run, write=False)  # written once the cluster answers
+    check_folder(run, write=False)  # run_search writes it, once an --address answers
     return run, verify, p
 
 
@@ -130,20 +130,6 @@ def _run_search(run, verify, address, workers, dashboard, wall) -> dict:
     quiet_dask()
     announce = lambda line: err.print(line, highlight=False, soft_wrap=True)  # noqa: E731
     with run_errors(), stopped_by_signals(f"the search stopped; its layers are in {run.folder}"):
-        if address:
+        if address:  # before run_search writes the folder's run.json
             probe_scheduler(address)
-        _check_folder(run)  # the last check, once the cluster answers: it writes run.json
         return run_search(run, verify, address, workers, dashboard, wall, announce)
-
-
-def _check_folder(run) -> None:
-    """`sharded.check_folder` (which writes the folder's `run.json`), its failures as
-    BadInput naming the folder."""
-    from puzzlesweep.solvers.frontier.sharded import check_folder
-
-    try:
-        check_folder(run)
-    except ValueError as exc:
-        raise BadInput(str(exc)) from None
-    except OSError as exc:  # a read-only file system, seen only when writing
-        raise BadInput(f"folder {run.folder}: {exc.strerror or exc}") from None
