@@ -175,12 +175,17 @@ def test_the_search_command_writes_the_row_and_a_rerun_resumes(prefect_api, sche
     # One instance, T_5 from hole 4, sharded on the test's two workers (the command run
     # in this process): the fewest moves the one-process search finds (9: no start of
     # T_5 does better, A127500), its row in the catalog replayed; the same command again
-    # makes no layer, says the same and writes no second row.
+    # makes no layer, says the same and writes no second row. A catalog that cannot be
+    # written is refused first.
     one = frontier.solve(peg.search(peg.Params(side=5, start=4, question="min_moves")), Limits(60))
     assert (one.status, one.objective) == ("optimal", A127500[5])
     folder, catalog = tmp_path / "t5-4", tmp_path / "catalog"
     args = ["search", "peg_solitaire", "side=5", "start=4", "--folder", str(folder)]
-    args += ["--address", scheduler, "--catalog", str(catalog)]
+    args += ["--address", scheduler, "--catalog"]
+    refused = CliRunner().invoke(app, [*args, "/proc/x"])  # a read-only file system
+    assert refused.exit_code == 2 and "catalog /proc/x cannot be written" in refused.stderr
+    assert not folder.exists()  # refused before the search made anything
+    args.append(str(catalog))
     for made, row in (("[1-9][0-9]* layers made now", "now"), ("0 layers made now", "already")):
         done = CliRunner().invoke(app, args)
         assert done.exit_code == 0, done.stderr

@@ -18,6 +18,7 @@ from puzzlesweep.cli.common import (
     WorkersOption,
     app,
     cell_text,
+    check_catalog_directory,
     check_dashboard_address,
     check_workers,
     err,
@@ -81,7 +82,7 @@ def search(
         check_dashboard_address(dashboard_address, bind=not address)
         run, verify, p = _search_run(family, params, folder, shards, parse_memory(memory_limit))
         if p is not None:
-            catalog.check_writable(catalog_path)
+            check_catalog_directory(catalog_path)
     except ValidationError as exc:
         raise fail(f"{family}: {validation_message(exc, puzzles.get(family).Params)}") from None
     except (BadInput, ValueError) as exc:
