@@ -19,6 +19,7 @@ catalog (`settled`): no cluster, no API, no row written.
 import json
 import math
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -321,15 +322,16 @@ def run_prove(
     announce=None,
     connect_timeout: float = 10.0,
     memory_limit: int | None = None,
+    on_running: Callable[..., None] | None = None,
 ) -> dict:
     """Run `prove` on Dask (the scheduler at `address`, or a new LocalCluster of
     `workers` single-threaded processes), each part in a solver process under
     `memory_limit` bytes (None: the worker's memory per thread), under the configured
-    or a temporary Prefect API, as `flows.sweep.run_sweep` does, recorded in `runs` (see the module
-    docstring). Returns the flow's report plus "scheduler" and "dashboard"; an attempt
-    already `settled` in the catalog returns its stored report (both None) and starts
-    nothing. Raises BadInput for a bad split or address, or while a run of the same
-    attempt is alive."""
+    or a temporary Prefect API, as `flows.sweep.run_sweep` does, recorded in `runs` (see
+    the module docstring); `on_running` is the flow's Prefect `on_running` hook. Returns
+    the flow's report plus "scheduler" and "dashboard"; an attempt already `settled` in
+    the catalog returns its stored report (both None) and starts nothing. Raises
+    BadInput for a bad split or address, or while a run of the same attempt is alive."""
     from prefect import tags
     from prefect.exceptions import TerminationSignal
 
@@ -349,6 +351,7 @@ def run_prove(
                     task_runner=dask_runner(scheduler),
                     flow_run_name=f"prove {proof.family} {proof.key} "
                     f"{datetime.now():%Y-%m-%d %H:%M}",
+                    on_running=[on_running] if on_running else None,
                 )
                 report = flow_(
                     proof, catalog_path, max(1, found), probe_seconds, wall_seconds,

@@ -129,12 +129,14 @@ def run_search(
     dashboard_address: str | None = None,
     wall_seconds: float | None = None,
     announce: Callable[[str], None] | None = None,
+    on_running: Callable[..., None] | None = None,
     connect_timeout: float = 10.0,
 ) -> dict:
     """`sharded_search` of `run` on Dask (the scheduler at `address`, or a new
     LocalCluster of `workers` processes) under the configured or a temporary Prefect
     API, as `flows.prove.run_prove` runs a proof; `announce(line)` is told the cluster's
-    address and every finished layer. Returns the flow's report plus "scheduler" and
+    address and every finished layer; `on_running` is the flow's Prefect `on_running`
+    hook. Returns the flow's report plus "scheduler" and
     "dashboard". Raises BadInput for an address that does not answer and for a folder
     that cannot hold this search (`sharded.check_folder`: another search, a file, no
     permission), before any cluster starts."""
@@ -154,7 +156,9 @@ def run_search(
     cluster = api_and_cluster(address, workers, dashboard_address, connect_timeout, say)
     with cluster as (scheduler, dashboard, _):
         started = time.perf_counter()
-        flow_ = sharded_search.with_options(flow_run_name=f"search {run.folder}")
+        flow_ = sharded_search.with_options(
+            flow_run_name=f"search {run.folder}", on_running=[on_running] if on_running else None
+        )
         report = flow_(run, scheduler, verify, on_layer, wall_seconds)
     return {**report, "scheduler": scheduler, "dashboard": dashboard}
 

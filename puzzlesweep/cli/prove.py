@@ -309,7 +309,8 @@ def _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard, me
     from puzzlesweep.flows.prove import run_prove
 
     quiet_dask()
-    with run_errors(), stopped_by_signals("the proof stopped; finished parts are kept"):
+    stopping = stopped_by_signals("the proof stopped; finished parts are kept")
+    with run_errors(), stopping as take_sigterm:
         if address:
             probe_scheduler(address)
         return run_prove(
@@ -322,4 +323,5 @@ def _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard, me
             dashboard,
             announce=lambda line: err.print(line, highlight=False, soft_wrap=True),
             memory_limit=memory,
+            on_running=take_sigterm,
         )

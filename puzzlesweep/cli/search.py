@@ -130,7 +130,8 @@ def _run_search(run, verify, address, workers, dashboard, wall) -> dict:
 
     quiet_dask()
     announce = lambda line: err.print(line, highlight=False, soft_wrap=True)  # noqa: E731
-    with run_errors(), stopped_by_signals(f"the search stopped; its layers are in {run.folder}"):
+    stopping = stopped_by_signals(f"the search stopped; its layers are in {run.folder}")
+    with run_errors(), stopping as take_sigterm:
         if address:  # before run_search writes the folder's run.json
             probe_scheduler(address)
-        return run_search(run, verify, address, workers, dashboard, wall, announce)
+        return run_search(run, verify, address, workers, dashboard, wall, announce, take_sigterm)

@@ -156,18 +156,30 @@ def stopped_by_signals(what: str):
     cluster closes before the exit (Prefect's own SIGTERM bridge hands the signal back to
     this handler once it has marked the flow run crashed). Exits 128 + the signal with
     one line, "Ctrl-C: `what`, run it again to go on" (or SIGTERM): what it finished is
-    kept and a re-run does the rest."""
+    kept and a re-run does the rest. The logs are silenced and the local Dask workers
+    frozen at the signal, so that their teardown prints nothing after it.
+
+    Yields `take_sigterm()`: called in the flow's (main) thread as the flow runs (a
+    Prefect `on_running` hook), it takes SIGTERM back from Prefect's bridge, which would
+    log the flow's crash before handing the signal on."""
     caught: list[int] = []
 
     def handler(signum, frame) -> None:
         caught.append(signum)
+        logging.disable(logging.CRITICAL)  # no teardown tracebacks from Prefect or Dask
+        logging.raiseExceptions = False
+        _freeze_local_workers()  # silent now; the cluster's close kills them
         raise KeyboardInterrupt
 
     from prefect.exceptions import TerminationSignal
 
+    def take_sigterm(*_hook_arguments) -> None:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, handler)
+
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        yield take_sigterm
     except (KeyboardInterrupt, TerminationSignal) as exc:
         # Prefect's bridge may also end the flow with its TerminationSignal itself.
         caught += [exc.signal] if isinstance(exc, TerminationSignal) else []
