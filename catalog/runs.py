@@ -147,7 +147,7 @@ def _busy(run: dict) -> Exception:
     return BadInput(
         f"sweep {run['sweep']} is being run into this catalog by run {run['run_id']} "
         f"(host {run['host']}, pid {run['pid']}, started {run['started_at']:%Y-%m-%d %H:%M:%S} "
-        "UTC); wait for it to end, or pass --allow-concurrent"
+        "UTC); wait for it to end (`run --allow-concurrent` runs a sweep beside it)"
     )
 
 

@@ -24,7 +24,6 @@ from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from uuid import uuid4
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -33,6 +32,7 @@ from puzzlesweep import catalog
 from puzzlesweep.flows.cluster import api_and_cluster, batch_children, dask_runner, worker_identity
 from puzzlesweep.flows.faults import retry_transient
 from puzzlesweep.flows.isolate import Children
+from puzzlesweep.flows.run_record import new_run_id
 from puzzlesweep.flows.submit import submit_all
 from puzzlesweep.proof import (
     PROBE_FIELDS,
@@ -212,11 +212,6 @@ class _InFlight:
         """Log a part that failed every attempt; it stays missing (False: do not stop)."""
         self.logger.error("part %s failed: %s: %s", index, type(exc).__name__, exc)
         return False
-
-
-def new_run_id() -> str:
-    """A run id as sweeps make them: UTC time to the second and six hex digits."""
-    return f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid4().hex[:6]}"
 
 
 def _report(

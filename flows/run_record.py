@@ -179,6 +179,11 @@ def _release(path: str | None) -> None:
             os.unlink(path)
 
 
+def new_run_id() -> str:
+    """A run's id: its start in UTC to the second and six random hex digits."""
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid4().hex[:6]}"
+
+
 def start(
     spec_path: SpecSource,
     catalog_path: str,
@@ -200,7 +205,7 @@ def start(
     if not allow_concurrent:
         catalog.refuse_if_busy(catalog_path, plan.name)
     catalog.prepare(catalog_path, {puzzles.get(job.instance.family).Params for job in plan.jobs})
-    run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid4().hex[:6]}"
+    run_id = new_run_id()
     manifest = {
         "run_id": run_id,
         "sweep": plan.name,

@@ -13,21 +13,28 @@ benchmarks/README.md, "Figures behind choices in the code"), so Prefect sees tar
 and Dask sees shards. A killed flow loses at most the layer in flight: the next run reads the
 manifests (`sharded.plan`) and goes on from the last finished layer. The answer is
 replayed by the caller's `verify` before it is returned. `run_search` runs the flow on a
-cluster as `puzzlesweep search` does, and `write_row` records an instance's answer in
-the catalog.
+cluster as `puzzlesweep search` does, the run recorded in the catalog's `runs` as a
+sweep's, and `write_row` records an instance's answer in `results`.
 """
 
+import hashlib
+import json
 import math
+import os
 import resource
 import time
 from collections.abc import Callable
+from contextlib import nullcontext, suppress
 from datetime import UTC, datetime
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
+from prefect.exceptions import TerminationSignal
 
+from puzzlesweep import catalog
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows.cluster import api_and_cluster, connect, on_every_part, worker_identity
+from puzzlesweep.flows.run_record import new_run_id
 from puzzlesweep.solvers import Limits, frontier
 from puzzlesweep.solvers.frontier import sharded
 from puzzlesweep.solvers.frontier.sharded import ShardedRun, Step
@@ -131,21 +138,52 @@ def run_search(
     announce: Callable[[str], None] | None = None,
     on_running: Callable[..., None] | None = None,
     connect_timeout: float = 10.0,
+    catalog_path: str | None = None,
+    family=None,
+    p=None,
 ) -> dict:
     """`sharded_search` of `run` on Dask (the scheduler at `address`, or a new
     LocalCluster of `workers` processes) under the configured or a temporary Prefect
     API, as `flows.prove.run_prove` runs a proof; `announce(line)` is told the cluster's
     address and every finished layer; `on_running` is the flow's Prefect `on_running`
-    hook. Returns the flow's report plus "scheduler" and
-    "dashboard". Raises BadInput for an address that does not answer and for a folder
-    that cannot hold this search (`sharded.check_folder`: another search, a file, no
-    permission), before any cluster starts."""
+    hook. With `catalog_path` the run has its row in the catalog's `runs` as a sweep's
+    (`running` before any cluster starts, a heartbeat, then `finished`, `interrupted` or
+    `failed`; the `family` module's results table is made if missing), and the answer of
+    instance `p` (the family's Params; None for every start) is written to `results`
+    under the run's id (`write_row`). Returns the flow's
+    report plus "scheduler", "dashboard" and "row" (a new results row was written).
+    Raises BadInput for an address that does not answer, for a folder that cannot hold
+    this search (`sharded.check_folder`: another search, a file, no permission) and
+    while a search of the same folder is running into the catalog, before any cluster
+    starts."""
     try:  # before any cluster starts
         sharded.check_folder(run)
     except ValueError as exc:
         raise BadInput(str(exc)) from None
     except OSError as exc:  # a read-only file system, seen only when writing
         raise BadInput(f"folder {run.folder}: {exc.strerror or exc}") from None
+    manifest = _claim(run, catalog_path, wall_seconds, family, p) if catalog_path else None
+    beating = catalog.Heartbeat(catalog_path, lambda: manifest) if manifest else nullcontext()
+    try:
+        with beating:
+            report = _search(run, verify, address, workers, dashboard_address, wall_seconds,
+                             announce, on_running, connect_timeout)  # fmt: skip
+            row = p is not None and write_row(
+                catalog_path, family, p, report, wall_seconds, manifest
+            )
+    except BaseException as exc:  # the run's own bookkeeping never hides why it ended
+        if manifest:
+            stopped = isinstance(exc, KeyboardInterrupt | TerminationSignal)
+            with suppress(Exception):
+                _end(catalog_path, manifest, "interrupted" if stopped else "failed")
+        raise
+    if manifest:
+        _end(catalog_path, manifest, "finished", report["status"] if row else None)
+    return {**report, "row": row}
+
+
+def _search(run, verify, address, workers, dashboard, wall, announce, on_running, timeout):
+    """`sharded_search` on the cluster `api_and_cluster` gives, its layers announced."""
     say = announce or (lambda line: None)
 
     def on_layer(step: Step, manifest: dict) -> None:
@@ -153,14 +191,46 @@ def run_search(
         say(f"target {step.target}: {side} layer {step.d + 1}, {manifest['keys']:,} keys "
             f"({time.perf_counter() - started:.0f} s)")  # fmt: skip
 
-    cluster = api_and_cluster(address, workers, dashboard_address, connect_timeout, say)
-    with cluster as (scheduler, dashboard, _):
+    with api_and_cluster(address, workers, dashboard, timeout, say) as (scheduler, link, _):
         started = time.perf_counter()
         flow_ = sharded_search.with_options(
             flow_run_name=f"search {run.folder}", on_running=[on_running] if on_running else None
         )
-        report = flow_(run, scheduler, verify, on_layer, wall_seconds)
-    return {**report, "scheduler": scheduler, "dashboard": dashboard}
+        report = flow_(run, scheduler, verify, on_layer, wall)
+    return {**report, "scheduler": scheduler, "dashboard": link}
+
+
+def _claim(run: ShardedRun, catalog_path: str, wall: float | None, family, p) -> dict:
+    """The `runs` manifest of a new search run, its row written (state `running`) by
+    `catalog.claim`: sweep `search-` and 12 hex digits of the folder's absolute path,
+    so that two searches of one folder into one catalog refuse each other; `spec` holds
+    the folder, its fingerprint and the limits as JSON; one instance planned, none for
+    every start. Raises BadInput while a search of the same folder is alive, and as
+    `catalog.prepare` for a results table that cannot take the family's rows."""
+    folder = os.path.abspath(run.folder)
+    spec = {"folder": folder, **sharded.fingerprint(run), "memory": run.memory, "wall": wall}
+    manifest = {
+        "run_id": new_run_id(),
+        "sweep": f"search-{hashlib.sha256(folder.encode()).hexdigest()[:12]}",
+        "spec_path": None,
+        "spec": json.dumps(spec),
+        "started_at": datetime.now(UTC),
+        "planned": 0 if p is None else 1,
+        "skipped": 0,
+        "batch_size": 1,
+        "force": False,
+    }
+    catalog.prepare(catalog_path, {family.Params})
+    catalog.claim(catalog_path, manifest)
+    return manifest
+
+
+def _end(catalog_path: str, manifest: dict, state: str, status: str | None = None) -> None:
+    """Write the last `runs` row of a search run: `state`, and the status of the row it
+    wrote (None: it wrote none) counted once, now as `finished_at`."""
+    counts = {name: int(name == status) for name in catalog.STATUSES}
+    ended = {"state": state, "finished_at": datetime.now(UTC), "solved": sum(counts.values())}
+    catalog.write_run(catalog_path, {**manifest, **counts, **ended})
 
 
 def catalog_row(family, p, report: dict, wall_seconds: float | None, started_at) -> dict:
@@ -195,21 +265,19 @@ AND objective IS NOT DISTINCT FROM ? AND bound IS NOT DISTINCT FROM ?
 AND time_limit IS NOT DISTINCT FROM ?"""
 
 
-def write_row(catalog_path: str, family, p, report: dict, wall_seconds, started_at) -> bool:
+def write_row(catalog_path: str, family, p, report: dict, wall_seconds, manifest: dict) -> bool:
     """Append instance `p`'s `catalog_row` to the catalog at `catalog_path` as its own
-    commit, under a new run id and sweep `search`; False (nothing written) when a row of
-    the same answer under the same limit is there already (a re-run of a finished
-    search). Raises as `catalog.write_batch`."""
-    from uuid import uuid4
+    commit, under the run id and sweep of the run's `manifest`; False (nothing written)
+    when a row of the same answer under the same limit is there already (a re-run of a
+    finished search). Raises as `catalog.write_batch`."""
+    from puzzlesweep import __version__
 
-    from puzzlesweep import __version__, catalog
-
-    row = catalog_row(family, p, report, wall_seconds, started_at)
+    row = catalog_row(family, p, report, wall_seconds, manifest["started_at"])
     if catalog.exists(catalog_path) and catalog.files(catalog_path):
         keys = ("params_key", "solver", "status", "objective", "bound", "time_limit")
         if catalog.query(catalog_path, SAME_ANSWER, [row[k] for k in keys])[1][0][0]:
             return False
-    run_id = f"{started_at:%Y%m%dT%H%M%S}-{uuid4().hex[:6]}"
-    row.update(run_id=run_id, sweep="search", puzzlesweep_version=__version__)
+    run_id = manifest["run_id"]
+    row.update(run_id=run_id, sweep=manifest["sweep"], puzzlesweep_version=__version__)
     row["schema_version"] = catalog.SCHEMA_VERSION
     return catalog.write_batch(catalog_path, family.Params, [row], f"{run_id}-search")

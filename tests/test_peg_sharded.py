@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from puzzlesweep.catalog import query
 from puzzlesweep.cli import app
 from puzzlesweep.flows.cluster import dask_cluster
 from puzzlesweep.flows.shard import sharded_search
@@ -165,8 +166,6 @@ def _search(api_env, scheduler: str, folder: Path, catalog: Path, *args: str):
 
 
 def _rows(catalog: Path) -> list[tuple]:
-    from puzzlesweep.catalog import query
-
     sql = "SELECT start, solver, status, objective, bound, time_limit, verified FROM results "
     return query(str(catalog), sql + "ORDER BY finished_at")[1]
 
@@ -192,6 +191,10 @@ def test_the_search_command_writes_the_row_and_a_rerun_resumes(prefect_api, sche
         assert re.search(rf"status optimal  fewest moves 9  bound 9  {made}", done.stdout)
         assert f"its row is {row} in" in done.stderr
     assert _rows(catalog) == [(4, "frontier-sharded", "optimal", 9, 9, None, True)]
+    # each run has its row in `runs`, the first one also the results row's run id
+    sql = "SELECT r.state, r.planned, r.optimal, r.solved, count(s.run_id) FROM runs r "
+    sql += "LEFT JOIN results s USING (run_id) GROUP BY ALL ORDER BY min(r.started_at)"
+    assert query(str(catalog), sql)[1] == [("finished", 1, 1, 1, 1), ("finished", 1, 0, 0, 0)]
 
 
 @pytest.mark.slow

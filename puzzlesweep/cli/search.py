@@ -2,7 +2,6 @@
 over a Dask cluster, every finished layer kept on disk so that the same command
 resumes)."""
 
-from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
@@ -67,8 +66,9 @@ def search(
     """Fewest moves by a layered search whose layers are sharded over Dask workers.
 
     `start=all` asks for the fewest over every start (OEIS A127500), printed only; a
-    start hole asks for one instance, whose row is also written to the catalog. A
-    re-run with the same --folder resumes from its last finished layer."""
+    start hole asks for one instance, whose row is also written to the catalog. Either
+    way the run has its row in the catalog's `runs`, as a sweep's. A re-run with the
+    same --folder resumes from its last finished layer."""
     from puzzlesweep import puzzles
 
     catalog_path = location or catalog.default_catalog()
@@ -81,14 +81,13 @@ def search(
         dashboard_address = dashboard_address or DASHBOARD_DEFAULT
         check_dashboard_address(dashboard_address, bind=not address)
         run, verify, p = _search_run(family, params, folder, shards, parse_memory(memory_limit))
-        if p is not None:
-            check_catalog_directory(catalog_path)
+        check_catalog_directory(catalog_path)  # its run's row, and an instance's answer
     except ValidationError as exc:
         raise fail(f"{family}: {validation_message(exc, puzzles.get(family).Params)}") from None
     except (BadInput, ValueError) as exc:
         raise fail(f"{family}: {exc}") from None
-    started_at = datetime.now(UTC)
-    options = (address, workers or CORES, dashboard_address, wall)
+    module = puzzles.get(family)
+    options = (address, workers or CORES, dashboard_address, wall, catalog_path, module, p)
     report = _run_search(run, verify, *options)
     what = "every start" if p is None else f"start {p.start}"
     out.print(
@@ -98,10 +97,7 @@ def search(
         highlight=False,
     )
     if p is not None:
-        from puzzlesweep.flows.shard import write_row
-
-        with run_errors():
-            new = write_row(catalog_path, puzzles.get(family), p, report, wall, started_at)
+        new = report["row"]
         err.print(f"its row is {'now' if new else 'already'} in {catalog_path}", highlight=False)
 
 
@@ -122,8 +118,9 @@ def _search_run(family: str, params, folder: str, shards: int, memory: int | Non
     return run, verify, p
 
 
-def _run_search(run, verify, address, workers, dashboard, wall) -> dict:
-    """`flows.shard.run_search` with its cluster's links and every layer on stderr; a
+def _run_search(run, verify, address, workers, dashboard, wall, catalog_path, family, p) -> dict:
+    """`flows.shard.run_search` with its cluster's links and every layer on stderr, its
+    run recorded in `catalog_path` (`family`: the module; `p`: its Params or None); a
     Ctrl-C or SIGTERM exits 130 or 143 with one line (the finished layers are kept)."""
     from puzzlesweep.flows.cluster import probe_scheduler, quiet_dask
     from puzzlesweep.flows.shard import run_search
@@ -134,4 +131,7 @@ def _run_search(run, verify, address, workers, dashboard, wall) -> dict:
     with run_errors(), stopping as take_sigterm:
         if address:  # before run_search writes the folder's run.json
             probe_scheduler(address)
-        return run_search(run, verify, address, workers, dashboard, wall, announce, take_sigterm)
+        return run_search(
+            run, verify, address, workers, dashboard, wall, announce, take_sigterm,
+            catalog_path=catalog_path, family=family, p=p,
+        )  # fmt: skip
