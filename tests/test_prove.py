@@ -224,6 +224,10 @@ def test_prove_refuses_bad_input_and_writes_nothing(tmp_path):
         assert done.returncode == 2, (args, done.stderr)
         assert message in done.stderr, (args, done.stderr)
     assert not results.exists()
+    (tmp_path / "file").write_text("")  # a catalog under a file is refused before any run
+    args = ["no_k_in_row", "dims=6,7", "k=5", "--split", "1:0,6", "--catalog"]
+    done = cli("prove", *args, str(tmp_path / "file" / "r"), timeout=60)
+    assert done.returncode == 2 and "file is not a directory" in done.stderr, done.stderr
 
 
 def test_variable_split_partitions_by_fixing_cells():

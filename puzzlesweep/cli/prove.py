@@ -16,6 +16,7 @@ from puzzlesweep.cli.common import (
     WorkersOption,
     app,
     cell_text,
+    check_catalog_directory,
     check_dashboard_address,
     check_workers,
     err,
@@ -137,7 +138,7 @@ def _check_run_options(proof, catalog_path, wall, probe, workers, dashboard, add
     check_workers(workers)
     check_dashboard_address(dashboard, bind=not address)
     build(proof)
-    catalog.check_writable(catalog_path)
+    check_catalog_directory(catalog_path)
 
 
 def _print_report(title: str, proof, report: dict) -> None:
