@@ -37,6 +37,14 @@ with SCIP's defaults; each part is submitted with the best incumbent known then 
 `--hard-family domination --hard-params '{"piece": "knight", "rows": 17, "cols": 17}'`),
 `--highs-cap` caps the direct HiGHS solve alone.
 
+With `--lex` (`--split lex:nodes:N`), the ramp-up and every part solve the model with the
+lexicographic-leader rows of the family's symmetries and SCIP's own symmetry handling
+off (`solvers.symmetry`). `--directs` names the direct solves to run (highs, scip: the
+family's model with SCIP's defaults; scip+lex: the model with the rows); the ratios
+are taken against direct SCIP, or against `--reference` CPU seconds when it is not run.
+`--moves M` starts every solve, direct or part, from M moves of the family's local
+search (no_k_in_row), so the ramp-up's cutoff and the direct solve's start are one.
+
 Not part of the test suite.
 """
 
