@@ -37,6 +37,14 @@ with SCIP's defaults; each part is submitted with the best incumbent known then 
 `--hard-family domination --hard-params '{"piece": "knight", "rows": 17, "cols": 17}'`),
 `--highs-cap` caps the direct HiGHS solve alone.
 
+With `--lex` (`--split lex:nodes:N`), the ramp-up and every part solve the model with the
+lexicographic-leader rows of the family's symmetries and SCIP's own symmetry handling
+off (`solvers.symmetry`). `--directs` names the direct solves to run (highs, scip: the
+family's model with SCIP's defaults; scip+lex: the model with the rows); the ratios
+are taken against direct SCIP, or against `--reference` CPU seconds when it is not run.
+`--moves M` starts every solve, direct or part, from M moves of the family's local
+search (no_k_in_row), so the ramp-up's cutoff and the direct solve's start are one.
+
 Not part of the test suite.
 """
 
@@ -47,7 +55,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 from puzzlesweep import puzzles
 from puzzlesweep.proof import Proof, best_row, build, solve_one, stored
-from puzzlesweep.solvers import Limits, highs, lookahead, ramp, scip
+from puzzlesweep.solvers import Limits, highs, lookahead, ramp, scip, symmetry
 from puzzlesweep.solvers import split as splitting
 
 # (dims, k, split text, width, known optimum)
@@ -123,12 +131,21 @@ def attempt(path: str, width: int = 3, split: str = "1:0,6") -> None:
         )
 
 
-def _solve_part(family: str, params: dict, text: str, index: int, cutoff, cap: float) -> tuple:
-    """(index, status, objective, bound, nodes, seconds, cpu seconds) of one tree part
-    solved by SCIP with its defaults (in a worker process: the model is rebuilt there,
-    as a Dask worker does)."""
+def hard_model(family: str, params: dict, lex: bool = False, moves: int = 0):
+    """The model of the `--hard` instance: the family's, with the start of `moves`
+    local-search moves (no_k_in_row only; 0: the family's default start) and with
+    `lex`, the leader rows of its symmetries (`--split lex:...`, `solvers.symmetry`)."""
     module = puzzles.get(family)
-    model = module.model(module.Params(**params))
+    p = module.Params(**params)
+    model = module.model(p, moves=moves) if moves else module.model(p)
+    return symmetry.with_leader_rows(model, module.symmetries(p)) if lex else model
+
+
+def _solve_part(family: str, params: dict, shape: tuple, text: str, index: int, cutoff, cap):
+    """(index, status, objective, bound, nodes, seconds, cpu seconds) of one tree part
+    solved by SCIP (in a worker process: the model is rebuilt there, as a Dask worker
+    does; `shape`: `hard_model`'s (lex, moves))."""
+    model = hard_model(family, params, *shape)
     split, _ = lookahead.tree_split(text, model.num_cols)
     started, cpu = time.perf_counter(), time.process_time()
     r = scip.solve(splitting.restrict(model, split, split.parts[index], cutoff), Limits(cap))
@@ -145,17 +162,19 @@ def makespan(seconds: list[float], workers: int = 2) -> float:
     return max(free)
 
 
-def _directs(model, name: str, caps: dict) -> dict:
-    """Print plain HiGHS and plain SCIP on the whole `model` (`caps`: engine name →
-    seconds); returns engine name → CPU seconds."""
+def _directs(runs: list, name: str, caps: dict) -> dict:
+    """Print each (label, engine, model) of `runs` solved whole (`caps`: engine name →
+    seconds, 0 skips it); returns label → CPU seconds."""
     cpu_of = {}
-    for engine in (highs, scip):
+    for label, engine, model in runs:
+        if not caps[engine.__name__.rsplit(".", 1)[-1]]:
+            continue
         started, cpu = time.perf_counter(), time.process_time()
         r = engine.solve(model, Limits(caps[engine.__name__.rsplit(".", 1)[-1]]))
-        cpu_of[r.solver] = time.process_time() - cpu
-        print(f"{name} direct {r.solver:5s} {text(r.status, r.objective, r.bound):>16s} "
+        cpu_of[label] = time.process_time() - cpu
+        print(f"{name} direct {label:10s} {text(r.status, r.objective, r.bound):>16s} "
               f"nodes {r.nodes:8d} {time.perf_counter() - started:8.1f} s wall "
-              f"{cpu_of[r.solver]:8.1f} s cpu", flush=True)  # fmt: skip
+              f"{cpu_of[label]:8.1f} s cpu", flush=True)  # fmt: skip
     return cpu_of
 
 
@@ -186,7 +205,7 @@ def _ramp_tree(model, nodes: int) -> tuple[str, float, float | None]:
     return found.tree, grow, ramp.cutoff(found)
 
 
-def _parts(family: str, params: dict, tree: str, split, cutoff, cap: float) -> list[tuple]:
+def _parts(family: str, params: dict, shape, tree: str, split, cutoff, cap) -> list[tuple]:
     """Solve the parts of `tree` in preorder on 2 worker processes, each submitted with
     the best incumbent known then − 1 as its cutoff (the tree's own cutoff at first, as
     the prove flow does); prints each; returns the rows of `_solve_part` in part order,
@@ -197,7 +216,7 @@ def _parts(family: str, params: dict, tree: str, split, cutoff, cap: float) -> l
         while todo or pending:
             while todo and len(pending) < 2:
                 index = todo.pop(0)
-                job = pool.submit(_solve_part, family, params, tree, index, best, cap)
+                job = pool.submit(_solve_part, family, params, shape, tree, index, best, cap)
                 pending[job] = best
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for job in done:
@@ -211,30 +230,36 @@ def _parts(family: str, params: dict, tree: str, split, cutoff, cap: float) -> l
     return [rows[i] for i in sorted(rows)]
 
 
-def hard(family: str, params: dict, tree_of, caps: dict) -> None:
-    """Print the direct solves of `params` (plain HiGHS, plain SCIP), the tree `tree_of`
-    grows (model → (tree, CPU seconds, cutoff)) and its parts on 2 worker processes,
-    with the ratios of the module docstring."""
-    module = puzzles.get(family)
-    model = module.model(module.Params(**params))
+def hard(family: str, params: dict, tree_of, caps: dict, shape=(False, 0), directs=()) -> None:
+    """Print the direct solves of `params` named in `directs` (highs, scip: the family's
+    model; scip+lex: SCIP on the model with leader rows, its own symmetry handling off),
+    the tree `tree_of` grows (model → (tree, CPU seconds, cutoff)) on `hard_model(*shape)`
+    and its parts on 2 worker processes, with the ratios of the module docstring against
+    direct SCIP (`caps["reference"]` CPU seconds when it is not run here)."""
+    plain = hard_model(family, params, False, shape[1])
+    model = hard_model(family, params, *shape)
     name = f"{family} " + " ".join(f"{k}={v}" for k, v in params.items())
-    direct_s = _directs(model, name, caps)
+    runs = [("highs", highs, plain), ("scip", scip, plain), ("scip+lex", scip, model)]
+    direct_s = _directs([r for r in runs if r[0] in directs], name, caps)
     tree, grow, cutoff = tree_of(model)
     split, _ = lookahead.tree_split(tree, model.num_cols)
     started = time.perf_counter()
-    rows = _parts(family, params, tree, split, cutoff, caps["parts"])
+    rows = _parts(family, params, shape, tree, split, cutoff, caps["parts"])
     wall = time.perf_counter() - started + grow
     lowers = [splitting.part_lower(r[1], r[3], r[7], True) for r in rows]
     found = [r[2] for r in rows if r[2] is not None] + ([] if cutoff is None else [cutoff + 1])
     incumbent = min(found, default=None)
     proven = incumbent is not None and min(lowers) >= incumbent - 1e-6
-    ref, cpu = direct_s["scip"], [r[6] for r in rows]
+    ref, cpu = direct_s.get("scip", caps.get("reference")), [r[6] for r in rows]
+    others = ", ".join(f"{k} {v:.1f} s" for k, v in direct_s.items())
     print(f"split: {'proven' if proven else 'not proven'}: bound {min(lowers)} with incumbent "
-          f"{incumbent}; wall {wall:.1f} s on 2 processes (tree {grow:.1f} s)")  # fmt: skip
-    print(f"in cpu seconds against direct SCIP {ref:.1f} s (HiGHS {direct_s['highs']:.1f} s): "
-          f"largest part {max(cpu) / ref:.2f}x, sum of parts {sum(cpu) / ref:.2f}x "
-          f"(with the tree {(sum(cpu) + grow) / ref:.2f}x), wall on 2 dedicated workers "
-          f"{(makespan(cpu) + grow) / ref:.2f}x (targets 0.2, 1.5, 0.6)")  # fmt: skip
+          f"{incumbent}; wall {wall:.1f} s on 2 processes (tree {grow:.1f} s); parts "
+          f"{len(cpu)}, {sum(cpu):.1f} s cpu in all, largest {max(cpu):.1f} s")  # fmt: skip
+    if ref:
+        print(f"in cpu seconds against direct SCIP {ref:.1f} s ({others}): "
+              f"largest part {max(cpu) / ref:.2f}x, sum of parts {sum(cpu) / ref:.2f}x "
+              f"(with the tree {(sum(cpu) + grow) / ref:.2f}x), wall on 2 dedicated workers "
+              f"{(makespan(cpu) + grow) / ref:.2f}x (targets 0.2, 1.5, 0.6)")  # fmt: skip
 
 
 def main() -> None:
@@ -252,6 +277,10 @@ def main() -> None:
     parser.add_argument("--hard-dims", help="another no_k_in_row board for --hard, e.g. 8,8")
     parser.add_argument("--hard-k", type=int, default=HARD["k"])
     parser.add_argument("--probe", type=float, default=10.0, help="--hard's probe seconds")
+    parser.add_argument("--lex", action="store_true", help="--hard: leader rows in the model")
+    parser.add_argument("--moves", type=int, default=0, help="--hard: local-search start")
+    parser.add_argument("--directs", default="highs,scip", help="--hard: highs,scip,scip+lex")
+    parser.add_argument("--reference", type=float, help="direct SCIP cpu s, when not run")
     args = parser.parse_args()
     if args.hard:
         dims = [int(d) for d in args.hard_dims.split(",")] if args.hard_dims else HARD["dims"]
@@ -267,7 +296,9 @@ def main() -> None:
             tree_of = lambda model: _ramp_tree(model, args.nodes)  # noqa: E731
         else:
             tree_of = lambda model: _lookahead_tree(model, args.leaves, args.probe)  # noqa: E731
-        hard(args.hard_family, params, tree_of, caps)
+        caps["reference"] = args.reference
+        directs = args.directs.split(",") if args.directs else ()
+        hard(args.hard_family, params, tree_of, caps, (args.lex, args.moves), directs)
         return
     print(f"{'instance':18s} {'direct':>16s} {'s':>7s}   {'split':>16s} {'s':>7s} {'parts':>5s}")
     for dims, k, split, width, optimum in INSTANCES:

@@ -7,7 +7,8 @@ Prefect task on Dask (a part runs for tens of seconds or more,
 so a task's own cost is no concern); its row is written by the task itself before it
 returns, so a killed run loses only the parts in flight, and a re-run solves only the
 parts whose stored row is not final (`proof.is_done`). At most one part per worker is
-in flight, so each new part gets the best incumbent known at its start as a cutoff.
+in flight, so each new part gets the best incumbent known at its start as a cutoff
+(from the first part on: the model's start, `proof.start_row`).
 
 A prove run is recorded in the catalog's `runs` table as a sweep's run is (sweep
 `prove-KEY`, a heartbeat while it runs, then `finished`, `failed` or `interrupted`), and
@@ -45,6 +46,7 @@ from puzzlesweep.proof import (
     is_done,
     part_request,
     replace_limits,
+    start_row,
     stored,
     write_row,
 )
@@ -134,6 +136,7 @@ def prove(
         splitting.integral_objective(model),
         parts,
         probe,
+        start_row(proof, model),
         # the probe (None) runs beside the first part; parts started after it ends get
         # its incumbent as their cutoff
         ([None] if probe_seconds > 0 and probe is None else []) + todo,
@@ -163,6 +166,7 @@ class _InFlight:
     integral: bool
     parts: dict[int, dict]
     probe: dict | None
+    start: dict | None  # the model's start as an incumbent (`proof.start_row`)
     queue: list[int | None]
     probe_seconds: float
     deadline: float
@@ -184,7 +188,8 @@ class _InFlight:
         index = self.queue.pop(0)
         if index is None:
             limits = replace_limits(limits, min(self.probe_seconds, limits.time_limit))
-        cutoff = cutoff_for(self.proof, best_row([*self.parts.values(), self.probe]), self.integral)
+        known = [*self.parts.values(), self.probe, self.start]
+        cutoff = cutoff_for(self.proof, best_row(known), self.integral)
         name = "probe" if index is None else f"part-{index:05d}"
         future = solve_part.with_options(task_run_name=name).submit(
             self.proof, index, cutoff, limits, self.run_id, self.catalog_path, self.memory_limit

@@ -32,7 +32,9 @@ and a re-solve that finishes below the claimed limit is a problem.
 Taken on trust without `resolve_seconds`: the engine's statuses and dual bounds of the
 parts; always: the probe's dual bound (used only where the parts alone fall short),
 and that the family's symmetries preserve its feasible set (tests/test_prove.py checks
-it for no_k_in_row; a `tree:` split uses no symmetry).
+it for no_k_in_row; a `tree:` split uses no symmetry; a `lex:` one re-derives its
+leader rows from the params and checks that each symmetry maps the model onto itself,
+`solvers.symmetry.preserves`).
 """
 
 import json

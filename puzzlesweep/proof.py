@@ -36,12 +36,14 @@ from puzzlesweep import __version__, catalog, puzzles
 from puzzlesweep.core import BadInput, make_params
 from puzzlesweep.puzzles import Instance
 from puzzlesweep.solve import MIP_SOLVERS, empty_row, mip_engine, result_fields, verified_fields
-from puzzlesweep.solvers import Limits, highs, lookahead, relative_gap
+from puzzlesweep.solvers import Limits, highs, lookahead, relative_gap, symmetry
 from puzzlesweep.solvers import split as splitting
 
 PART_SOLVER = "{}-split-part"  # formatted with the engine's name
 PROVE_SOLVER = "{}-split"
 PROBE_FIELDS = ("status", "objective", "bound")
+#: The split prefix that adds lexicographic-leader rows to the model (`model_of`).
+LEX = "lex:"
 
 
 @dataclass(frozen=True)
@@ -77,23 +79,56 @@ class Proof:
 def build(proof: Proof) -> tuple[Instance, highs.MipModel, splitting.Split, str]:
     """(instance, its MIP on its own axes, the split, the split's description): a
     `tree:` text is a tree of 0/1 fixings (`solvers.lookahead`, any family), any other
-    the family's `split_model`. Raises BadInput for bad parameters, a family without
+    the family's `split_model`; after a `lex:` prefix the model holds the symmetry's
+    leader rows (`model_of`). Raises BadInput for bad parameters, a family without
     `split_model`, a bad split, or a solver that is not a MIP engine."""
     if proof.solver not in MIP_SOLVERS:
         raise BadInput(f"prove runs {' or '.join(MIP_SOLVERS)}, not {proof.solver!r}")
     instance, family = proof.instance, puzzles.get(proof.family)
-    model = family.model(instance.params)
-    tree = proof.split.startswith("tree:")  # any family: a tree of 0/1 fixings
+    model, text = model_of(proof.family, instance.params, proof.split)
+    tree = text.startswith("tree:")  # any family: a tree of 0/1 fixings
     if not tree and not hasattr(family, "split_model"):
         raise BadInput(f"family {proof.family} has no split (split_model); try a tree:")
     try:
         if tree:
-            split, description = lookahead.tree_split(proof.split, model.num_cols)
+            split, description = lookahead.tree_split(text, model.num_cols)
         else:
-            split, description = family.split_model(instance.params, proof.split, proof.width)
+            split, description = family.split_model(instance.params, text, proof.width)
     except ValueError as exc:
         raise BadInput(str(exc)) from None
+    if text != proof.split:
+        description += "; the model with lexicographic-leader rows for its symmetries"
     return instance, model, split, description
+
+
+def model_of(family_name: str, params, split: str) -> tuple[highs.MipModel, str]:
+    """(the MIP an attempt solves, its split text without the `lex:` prefix). The
+    family's `model(params)`; after `lex:`, with the lexicographic-leader rows of the
+    family's `symmetries(params)` and its start mapped to its leader
+    (`solvers.symmetry.with_leader_rows`), so every part and a ramp-up keep one image of
+    each solution with no solver symmetry handling. A `lex:` split must be a tree
+    (`tree:`, or `nodes:` / `lookahead:` before they are grown): a family's count split
+    drops parts by symmetry already, which the rows would make unsound. Raises BadInput
+    for `lex:` before anything else, on a family without `symmetries`, or where a
+    symmetry does not map the model onto itself."""
+    family = puzzles.get(family_name)
+    model = family.model(params)
+    if not split.startswith(LEX):
+        return model, split
+    text = split[len(LEX) :]
+    if not text.startswith(("tree:", "nodes:", "lookahead:")):
+        raise BadInput(
+            f"{LEX} goes before a tree split (tree:, nodes:N, lookahead:N), not {text!r}"
+        )
+    if not hasattr(family, "symmetries"):
+        raise BadInput(f"family {family_name} has no symmetries for {LEX}")
+    perms = family.symmetries(params)
+    if any(len(g) != model.num_cols for g in perms):
+        raise BadInput(f"{LEX} needs symmetries of all {model.num_cols} columns of the model")
+    try:
+        return symmetry.with_leader_rows(model, perms), text
+    except ValueError as exc:
+        raise BadInput(f"{LEX}: {exc}") from None
 
 
 def _verified(family, params, result) -> dict:
@@ -270,16 +305,33 @@ def best_row(rows: list[dict | None]) -> dict | None:
     return min(good, key=lambda r: r["objective"]) if good else None
 
 
+def start_row(proof: Proof, model: highs.MipModel | None = None) -> dict | None:
+    """The model's start as an incumbent ({"objective", "solution", "verified",
+    "error"}: `solve.verified_fields` of the start, the family's own check), or None
+    without a start; `model`: `build(proof)`'s, when at hand. The parts look below it
+    from the first one on, and a combined claim may rest on it (its solution is stored
+    and verified like any part's)."""
+    instance = proof.instance
+    if model is None:
+        _, model, _, _ = build(proof)
+    if model.start is None:
+        return None
+    family = puzzles.get(proof.family)
+    value = sum(c * x for c, x in zip(model.costs, model.start, strict=True)) + model.offset
+    decoded = family.from_mip(instance.params, model.start)
+    return {"objective": value, **verified_fields(family, instance.params, decoded, value)}
+
+
 def combined_row(proof: Proof, parts: dict[int, dict], probe: dict | None, run_id: str) -> dict:
-    """The combined row of the instance from the stored `parts` (index → row) and the
-    optional `probe` row; see the module docstring. Parts not in `parts` count as
-    unproven (−inf)."""
+    """The combined row of the instance from the stored `parts` (index → row), the
+    optional `probe` row and the model's start (`start_row`); see the module docstring.
+    Parts not in `parts` count as unproven (−inf)."""
     instance, model, split, description = build(proof)
     lowers = [
         number(json.loads(parts[i]["subproblem"])["lower"]) if i in parts else -math.inf
         for i in range(len(split.parts))
     ]
-    best = best_row([*parts.values(), probe])
+    best = best_row([*parts.values(), probe, start_row(proof, model)])
     combined = splitting.combine(lowers, [best["objective"] if best else None])
     bound = combined.bound
     if probe is not None and probe.get("bound") is not None:

@@ -20,9 +20,11 @@ The ramp-up runs one thread, with the model's start as an incumbent, with presol
 restarts off (`presolving/maxrestarts` 0: a restart would discard the tree) and SCIP's
 symmetry handling off (`misc/usesymmetry` 0: a node pruned by symmetry holds solutions
 only up to symmetry, so its leaf would be a part as hard as a full one; a node pruned by
-bound or infeasibility is cheap again). Branchings are mapped from SCIP's transformed
-variables back to the model's columns (`getTransformedVar`); a branching on a column
-that is not 0/1, or on a variable presolve created, raises ValueError.
+bound or infeasibility is cheap again; to keep symmetry breaking in the ramp-up and
+every part alike, it goes into the model as rows, `solvers.symmetry`). Branchings are
+mapped from SCIP's transformed variables back to the model's columns
+(`getTransformedVar`); a branching on a column that is not 0/1, or on a variable
+presolve created, raises ValueError.
 
 Nothing here knows a puzzle family, Dask or Prefect.
 """

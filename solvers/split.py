@@ -239,7 +239,8 @@ def restrict(
     model: MipModel, split: Split, part: Subproblem, cutoff: float | None = None
 ) -> MipModel:
     """A copy of `model` restricted to `part`: its count rows, its fixings, and with a
-    cutoff c the row costs·x <= c - offset. The original is left unchanged."""
+    cutoff c the row costs·x <= c - offset; the engines' options are kept, the start is
+    not (it may lie outside the part). The original is left unchanged."""
     m = MipModel(
         list(model.costs),
         list(model.lower),
@@ -252,6 +253,9 @@ def restrict(
         list(model.row_upper),
         model.offset,
         None,
+        model.integral_objective,
+        dict(model.options),
+        dict(model.scip_options),
     )
     for col, value in part.fixings:
         m.lower[col] = m.upper[col] = value

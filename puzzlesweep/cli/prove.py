@@ -35,7 +35,8 @@ SplitOption = Annotated[
     typer.Option(
         help="The family's split, e.g. 1:0,6 (layers 0 and 6 across axis 1); lookahead:N, a "
         "tree of 0/1 fixings with N leaves chosen by LP lookahead; nodes:N, the open nodes "
-        "of an N-node SCIP solve; or such a tree:... text"
+        "of an N-node SCIP solve; or such a tree:... text; lex: before a tree split adds "
+        "lexicographic-leader rows for the family's symmetries to the model"
     ),
 ]
 WidthOption = Annotated[
@@ -182,12 +183,13 @@ def _refuse_prove_conflicts(address, workers, check: bool, running: dict, resolv
 def _proof(family, params, split, width, solver, time_limit, cutoff):
     """The `proof.Proof` of `prove`'s arguments, its engine resolved for the instance;
     `width` defaults to 4 for a family's split and is 0 for a tree split (no counts);
-    `lookahead:N` and `nodes:N` are grown into their `tree:` text here (and printed).
+    `lookahead:N` and `nodes:N` are grown into their `tree:` text here (and printed),
+    on the model with leader rows after `lex:` (`proof.model_of`).
 
     Raises BadInput for an unknown family, a missing `--split` or a bad solver, and
     pydantic's ValidationError for bad parameters."""
     from puzzlesweep import puzzles
-    from puzzlesweep.proof import Proof
+    from puzzlesweep.proof import LEX, Proof, model_of
     from puzzlesweep.puzzles import Instance
     from puzzlesweep.solve import check_solver, resolve_solver
     from puzzlesweep.solvers import Limits, lookahead, ramp
@@ -198,12 +200,14 @@ def _proof(family, params, split, width, solver, time_limit, cutoff):
         raise BadInput("--split is required (e.g. --split 1:0,6 for no_k_in_row)")
     validated = module.Params.model_validate(values)
     engine = resolve_solver(Instance(family, validated), check_solver(family, solver))
-    tree = split.startswith(("tree:", "lookahead:", "nodes:"))
+    prefix = LEX if split.startswith(LEX) else ""  # lex: adds leader rows to the model
+    text = split[len(prefix) :]
+    tree = text.startswith(("tree:", "lookahead:", "nodes:"))
     if tree and width is not None:
         raise BadInput("--width sets the exact counts of a family's split; a tree split has none")
     for kind, chooser in (("lookahead", lookahead), ("nodes", ramp)):
-        if split.startswith(f"{kind}:"):  # the solver chooses: a tree of fixings
-            split = chooser.resolve(module.model(validated), split)
+        if text.startswith(f"{kind}:"):  # the solver chooses: a tree of fixings
+            split = prefix + chooser.resolve(model_of(family, validated, split)[0], text)
             err.print(f"the {kind} split is --split {split}", highlight=False, soft_wrap=True)
     width = 0 if tree else 4 if width is None else width
     return Proof(
