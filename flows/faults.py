@@ -156,3 +156,20 @@ def within(seconds: float, call: Callable[[], object]) -> None:
     thread = threading.Thread(target=quietly, daemon=True)
     thread.start()
     thread.join(seconds)
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Did `exc` come from an interrupt: a KeyboardInterrupt or Prefect's
+    TerminationSignal, itself, as its cause or context, or named in the message of an
+    error that wrapped it (pydantic-core turns an interrupt inside a serializer, such as
+    prefect-dask's of a task's context, into a PydanticSerializationError naming it)?"""
+    from prefect.exceptions import TerminationSignal
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt | TerminationSignal):
+            return True
+        if "KeyboardInterrupt" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False

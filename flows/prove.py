@@ -31,7 +31,7 @@ from prefect.cache_policies import NO_CACHE
 
 from puzzlesweep import catalog
 from puzzlesweep.flows.cluster import api_and_cluster, batch_children, dask_runner, worker_identity
-from puzzlesweep.flows.faults import retry_transient
+from puzzlesweep.flows.faults import interrupted, retry_transient
 from puzzlesweep.flows.isolate import Children
 from puzzlesweep.flows.run_record import new_run_id
 from puzzlesweep.flows.submit import submit_all
@@ -333,7 +333,6 @@ def run_prove(
     the catalog returns its stored report (both None) and starts nothing. Raises
     BadInput for a bad split or address, or while a run of the same attempt is alive."""
     from prefect import tags
-    from prefect.exceptions import TerminationSignal
 
     build(proof)  # bad input fails before any cluster starts
     say = announce or (lambda line: None)
@@ -358,9 +357,8 @@ def run_prove(
                     manifest["run_id"], memory_limit,
                 )  # fmt: skip
     except BaseException as exc:  # the run's own bookkeeping never hides why it ended
-        stopped = isinstance(exc, KeyboardInterrupt | TerminationSignal)
         with suppress(Exception):
-            _end(catalog_path, manifest, "interrupted" if stopped else "failed")
+            _end(catalog_path, manifest, "interrupted" if interrupted(exc) else "failed")
         raise
     _end(catalog_path, manifest, "finished")
     return {**report, "scheduler": scheduler, "dashboard": dashboard}

@@ -24,16 +24,16 @@ import os
 import resource
 import time
 from collections.abc import Callable
-from contextlib import nullcontext, suppress
+from contextlib import ExitStack, nullcontext, suppress
 from datetime import UTC, datetime
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
-from prefect.exceptions import TerminationSignal
 
 from puzzlesweep import catalog
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows.cluster import api_and_cluster, connect, on_every_part, worker_identity
+from puzzlesweep.flows.faults import interrupted
 from puzzlesweep.flows.run_record import new_run_id
 from puzzlesweep.solvers import Limits, frontier
 from puzzlesweep.solvers.frontier import sharded
@@ -153,32 +153,33 @@ def run_search(
     under the run's id (`write_row`). Returns the flow's
     report plus "scheduler", "dashboard" and "row" (a new results row was written).
     Raises BadInput for an address that does not answer, for a folder that cannot hold
-    this search (`sharded.check_folder`: another search, a file, no permission) and
-    while a search of the same folder is running into the catalog, before any cluster
-    starts."""
+    this search (`sharded.check_folder`: another search, a file, no permission) or that
+    another search holds (`sharded.folder_lock`), before any cluster starts."""
+    held = ExitStack()
     try:  # before any cluster starts
         sharded.check_folder(run)
+        held.enter_context(sharded.folder_lock(run))
     except ValueError as exc:
         raise BadInput(str(exc)) from None
     except OSError as exc:  # a read-only file system, seen only when writing
         raise BadInput(f"folder {run.folder}: {exc.strerror or exc}") from None
-    manifest = _claim(run, catalog_path, wall_seconds, family, p) if catalog_path else None
-    beating = catalog.Heartbeat(catalog_path, lambda: manifest) if manifest else nullcontext()
-    try:
-        with beating:
-            report = _search(run, verify, address, workers, dashboard_address, wall_seconds,
-                             announce, on_running, connect_timeout)  # fmt: skip
-            row = p is not None and write_row(
-                catalog_path, family, p, report, wall_seconds, manifest
-            )
-    except BaseException as exc:  # the run's own bookkeeping never hides why it ended
+    with held:
+        manifest = _claim(run, catalog_path, wall_seconds, family, p) if catalog_path else None
+        beating = catalog.Heartbeat(catalog_path, lambda: manifest) if manifest else nullcontext()
+        try:
+            with beating:
+                report = _search(run, verify, address, workers, dashboard_address, wall_seconds,
+                                 announce, on_running, connect_timeout)  # fmt: skip
+                row = p is not None and write_row(
+                    catalog_path, family, p, report, wall_seconds, manifest
+                )
+        except BaseException as exc:  # the run's own bookkeeping never hides why it ended
+            if manifest:
+                with suppress(Exception):
+                    _end(catalog_path, manifest, "interrupted" if interrupted(exc) else "failed")
+            raise
         if manifest:
-            stopped = isinstance(exc, KeyboardInterrupt | TerminationSignal)
-            with suppress(Exception):
-                _end(catalog_path, manifest, "interrupted" if stopped else "failed")
-        raise
-    if manifest:
-        _end(catalog_path, manifest, "finished", report["status"] if row else None)
+            _end(catalog_path, manifest, "finished", report["status"] if row else None, p)
     return {**report, "row": row}
 
 
@@ -225,11 +226,13 @@ def _claim(run: ShardedRun, catalog_path: str, wall: float | None, family, p) ->
     return manifest
 
 
-def _end(catalog_path: str, manifest: dict, state: str, status: str | None = None) -> None:
+def _end(catalog_path: str, manifest: dict, state: str, status=None, p=None) -> None:
     """Write the last `runs` row of a search run: `state`, and the status of the row it
-    wrote (None: it wrote none) counted once, now as `finished_at`."""
+    wrote (None: it wrote none) counted once, now as `finished_at`; a finished search of
+    instance `p` that wrote no row found its answer stored (`skipped` 1)."""
     counts = {name: int(name == status) for name in catalog.STATUSES}
     ended = {"state": state, "finished_at": datetime.now(UTC), "solved": sum(counts.values())}
+    ended["skipped"] = int(state == "finished" and p is not None and status is None)
     catalog.write_run(catalog_path, {**manifest, **counts, **ended})
 
 

@@ -52,6 +52,9 @@ def main() -> None:
     except BadInput as exc:
         err.print(f"error: {exc}", highlight=False, markup=False)
         sys.exit(2)
+    except KeyboardInterrupt:  # before a command's own handler was in place
+        err.print("error: Ctrl-C: stopped before any work started", highlight=False)
+        sys.exit(130)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """How `run`, `prove` and `search` stop on Ctrl-C or SIGTERM: one line, nothing false
 written, a bounded exit."""
 
+import contextlib
 import logging
 import os
 import signal
@@ -150,28 +151,49 @@ def _freeze_local_workers() -> list:
 
 
 @contextmanager
-def stopped_by_signals(what: str):
+def stopped_by_signals(what: str, stop_seconds: float = 2 * STOP_SECONDS):
     """While a proof or a sharded search runs, SIGINT and SIGTERM raise
     KeyboardInterrupt in this (main) thread, so its row ends `interrupted` and its
-    cluster closes before the exit (Prefect's own SIGTERM bridge hands the signal back to
-    this handler once it has marked the flow run crashed). Exits 128 + the signal with
-    one line, "Ctrl-C: `what`, run it again to go on" (or SIGTERM): what it finished is
-    kept and a re-run does the rest. The logs are silenced and the local Dask workers
-    frozen at the signal, so that their teardown prints nothing after it.
+    cluster closes; then one line, "Ctrl-C: `what`, run it again to go on" (or SIGTERM),
+    and exit 128 + the signal, also for any error the interrupt caused on its way out.
+    Logs are silenced and local Dask workers frozen at the signal (no teardown noise); a
+    second signal, or `stop_seconds` after the first, exits at once. Exits kill the
+    frozen workers (their solver processes die with them) and skip the atexit hooks
+    (Dask's would close a half-started cluster again). Yields `take_sigterm()`, a Prefect
+    `on_running` hook that takes SIGTERM back from Prefect's bridge, which would log the
+    flow's crash before handing the signal on."""
+    from prefect.exceptions import TerminationSignal
 
-    Yields `take_sigterm()`: called in the flow's (main) thread as the flow runs (a
-    Prefect `on_running` hook), it takes SIGTERM back from Prefect's bridge, which would
-    log the flow's crash before handing the signal on."""
-    caught: list[int] = []
+    caught: list[int] = []  # signal numbers, first first
+    frozen: list = []  # psutil.Process of the frozen workers
+    said: list[bool] = []  # the line is printed
+
+    def say(number: int) -> typer.Exit:
+        name = "SIGTERM" if number == signal.SIGTERM else "Ctrl-C"
+        said.append(True)
+        return fail(f"{name}: {what}, run it again to go on", 128 + number)
+
+    def leave() -> None:  # no atexit hooks: Dask's would close a half-started cluster
+        if not said:
+            say(caught[0])
+        for worker in frozen:
+            with contextlib.suppress(Exception):  # gone already
+                worker.kill()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(128 + caught[0])
 
     def handler(signum, frame) -> None:
+        if caught:
+            leave()
         caught.append(signum)
         logging.disable(logging.CRITICAL)  # no teardown tracebacks from Prefect or Dask
         logging.raiseExceptions = False
-        _freeze_local_workers()  # silent now; the cluster's close kills them
+        frozen.extend(_freeze_local_workers())  # silent now; the cluster's close kills them
+        timer = threading.Timer(stop_seconds, leave)
+        timer.daemon = True
+        timer.start()
         raise KeyboardInterrupt
-
-    from prefect.exceptions import TerminationSignal
 
     def take_sigterm(*_hook_arguments) -> None:
         if threading.current_thread() is threading.main_thread():
@@ -180,15 +202,12 @@ def stopped_by_signals(what: str):
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield take_sigterm
-    except (KeyboardInterrupt, TerminationSignal) as exc:
+    except BaseException as exc:
+        if not caught and not isinstance(exc, KeyboardInterrupt | TerminationSignal):
+            raise
         # Prefect's bridge may also end the flow with its TerminationSignal itself.
-        caught += [exc.signal] if isinstance(exc, TerminationSignal) else []
-        number = caught[0] if caught else signal.SIGINT
-        name = "SIGTERM" if number == signal.SIGTERM else "Ctrl-C"
-        raise fail(
-            f"{name}: {what}, run it again to go on",
-            128 + number,
-        ) from None
+        caught += [exc.signal] if isinstance(exc, TerminationSignal) else [signal.SIGINT]
+        leave()
     finally:
         for number, handling in previous.items():
             signal.signal(number, handling)

@@ -25,10 +25,14 @@ target L `t{L}/f{d}/` and `t{L}/b{d}/` (forward, backward layer d), `t{L}.json` 
 failed.
 """
 
+import fcntl
 import hashlib
 import json
 import math
 import os
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -239,6 +243,30 @@ def _cost(run: ShardedRun, target: int, side: str, d: int, size: int) -> float:
     if done == 0:  # one position's children overflow the buffer: grow the other side
         return math.inf
     return (made + done) * size / done
+
+
+@contextmanager
+def folder_lock(run: ShardedRun) -> Iterator[None]:
+    """Hold the run's folder (created if missing) for this process while the `with`
+    block runs: an exclusive `flock` on its file `lock`, which names the holder; the
+    system lets go of it when the process ends, however it ends. Raises ValueError,
+    naming the holder, while another process holds it: two searches expanding into one
+    folder at once would read each other's half-written shards."""
+    Path(run.folder).mkdir(parents=True, exist_ok=True)
+    handle = os.open(Path(run.folder) / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(handle, 200).decode(errors="replace") or "another process"
+            raise ValueError(
+                f"folder {run.folder} is in use by another search ({holder})"
+            ) from None
+        os.ftruncate(handle, 0)
+        os.write(handle, f"pid {os.getpid()} on {socket.gethostname()}".encode())
+        yield
+    finally:
+        os.close(handle)
 
 
 def check_folder(run: ShardedRun, write: bool = True) -> None:
