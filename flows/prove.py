@@ -33,7 +33,7 @@ from puzzlesweep import catalog
 from puzzlesweep.flows.cluster import api_and_cluster, batch_children, dask_runner, worker_identity
 from puzzlesweep.flows.faults import interrupted, retry_transient
 from puzzlesweep.flows.isolate import Children
-from puzzlesweep.flows.run_record import new_run_id
+from puzzlesweep.flows.run_record import new_run_id, record_link
 from puzzlesweep.flows.submit import submit_all
 from puzzlesweep.proof import (
     PROBE_FIELDS,
@@ -345,6 +345,7 @@ def run_prove(
     try:
         with catalog.Heartbeat(catalog_path, lambda: manifest), cluster as up:
             scheduler, dashboard, found = up
+            record_link(catalog_path, manifest, dashboard)
             with tags(f"sweep:prove-{proof.key}", f"family:{proof.family}"):
                 flow_ = prove.with_options(
                     task_runner=dask_runner(scheduler),

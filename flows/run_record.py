@@ -179,6 +179,15 @@ def _release(path: str | None) -> None:
             os.unlink(path)
 
 
+def record_link(catalog_path: str, manifest: dict, dashboard: str | None) -> None:
+    """Put the Dask dashboard's URL (None: none) in a running run's `manifest` and its
+    row now, so that the dashboard links to it from the start (a failed write leaves it
+    to the next heartbeat)."""
+    manifest["dask_dashboard_url"] = dashboard
+    with contextlib.suppress(Exception):
+        catalog.write_run(catalog_path, {**manifest, "state": "running"})
+
+
 def new_run_id() -> str:
     """A run's id: its start in UTC to the second and six random hex digits."""
     return f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid4().hex[:6]}"

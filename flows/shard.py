@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from contextlib import ExitStack, nullcontext, suppress
 from datetime import UTC, datetime
+from functools import partial
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
@@ -34,7 +35,7 @@ from puzzlesweep import catalog
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows.cluster import api_and_cluster, connect, on_every_part, worker_identity
 from puzzlesweep.flows.faults import interrupted
-from puzzlesweep.flows.run_record import new_run_id
+from puzzlesweep.flows.run_record import new_run_id, record_link
 from puzzlesweep.solvers import Limits, frontier
 from puzzlesweep.solvers.frontier import sharded
 from puzzlesweep.solvers.frontier.sharded import ShardedRun, Step
@@ -168,8 +169,9 @@ def run_search(
         beating = catalog.Heartbeat(catalog_path, lambda: manifest) if manifest else nullcontext()
         try:
             with beating:
+                linked = partial(record_link, catalog_path, manifest) if manifest else None
                 report = _search(run, verify, address, workers, dashboard_address, wall_seconds,
-                                 announce, on_running, connect_timeout)  # fmt: skip
+                                 announce, on_running, connect_timeout, linked)  # fmt: skip
                 row = p is not None and write_row(
                     catalog_path, family, p, report, wall_seconds, manifest
                 )
@@ -183,8 +185,9 @@ def run_search(
     return {**report, "row": row}
 
 
-def _search(run, verify, address, workers, dashboard, wall, announce, on_running, timeout):
-    """`sharded_search` on the cluster `api_and_cluster` gives, its layers announced."""
+def _search(run, verify, address, workers, dashboard, wall, announce, on_running, timeout, linked):
+    """`sharded_search` on the cluster `api_and_cluster` gives, its layers announced, and
+    `linked(dashboard URL)` told once the cluster is up."""
     say = announce or (lambda line: None)
 
     def on_layer(step: Step, manifest: dict) -> None:
@@ -193,6 +196,8 @@ def _search(run, verify, address, workers, dashboard, wall, announce, on_running
             f"({time.perf_counter() - started:.0f} s)")  # fmt: skip
 
     with api_and_cluster(address, workers, dashboard, timeout, say) as (scheduler, link, _):
+        if linked is not None:
+            linked(link)
         started = time.perf_counter()
         flow_ = sharded_search.with_options(
             flow_run_name=f"search {run.folder}", on_running=[on_running] if on_running else None

@@ -192,9 +192,10 @@ def test_the_search_command_writes_the_row_and_a_rerun_resumes(prefect_api, sche
         assert f"its row is {row} in" in done.stderr
     assert _rows(catalog) == [(4, "frontier-sharded", "optimal", 9, 9, None, True)]
     # each run has its row in `runs`, the first one also the results row's run id
-    sql = "SELECT r.state, r.planned, r.optimal, r.solved, count(s.run_id) FROM runs r "
+    sql = "SELECT r.state, r.planned, r.skipped, r.optimal, r.solved, count(s.run_id) FROM runs r "
     sql += "LEFT JOIN results s USING (run_id) GROUP BY ALL ORDER BY min(r.started_at)"
-    assert query(str(catalog), sql)[1] == [("finished", 1, 1, 1, 1), ("finished", 1, 0, 0, 0)]
+    runs = [("finished", 1, 0, 1, 1, 1), ("finished", 1, 1, 0, 0, 0)]  # the re-run skipped it
+    assert query(str(catalog), sql)[1] == runs
 
 
 @pytest.mark.slow
