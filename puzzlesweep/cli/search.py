@@ -65,10 +65,10 @@ def search(
 ) -> None:
     """Fewest moves by a layered search whose layers are sharded over Dask workers.
 
-    `start=all` asks for the fewest over every start (OEIS A127500), printed only; a
-    start hole asks for one instance, whose row is also written to the catalog. Either
-    way the run has its row in the catalog's `runs`, as a sweep's. A re-run with the
-    same --folder resumes from its last finished layer."""
+    `start=all` asks for the fewest over every start (OEIS A127500), printed
+    only; a start hole asks for one instance, whose row is also written to the
+    catalog. Either way the run has its row in the catalog's `runs`, as a
+    sweep's. A re-run with the same --folder resumes from its last layer."""
     from puzzlesweep import puzzles
 
     catalog_path = location or catalog.default_catalog()

@@ -57,8 +57,9 @@ def solve(
 
     The instance is solved in a child process, as a sweep's instances are
     (`flows.isolate.Child`): under `--memory-limit`, and killed when it runs
-    `SOLVE_GRACE` seconds past `--time-limit`, which counts from the start of building
-    the model. A limit that cuts it is shown as the status and a one-line reason."""
+    `SOLVE_GRACE` seconds past `--time-limit`, which counts from the start of
+    building the model. A limit that cuts it is shown as the status and a
+    one-line reason."""
     module, instance, chosen, limits, memory = _checked(
         family, params, solver, count, time_limit, node_limit, picture, memory_limit
     )
