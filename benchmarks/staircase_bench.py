@@ -127,15 +127,17 @@ def default_boards() -> str:
 SLABS = ((5, 5), (5, 6), (5, 7), (6, 6), (6, 7), (7, 7))
 EXHAUSTIVE_MAX_CELLS = 49
 BOXES = "5x5x5,5x5x6,5x5x7,5x6x6,5x6x7,6x6x6,6x6x7"
+TRACE_EVERY = 120.0
 
 
 class Trace(Eventhdlr):
-    """Records (seconds, dual bound, incumbent) each time either changes."""
+    """Records (seconds, dual bound, incumbent) each time the incumbent or the rounded-up
+    bound changes, and every TRACE_EVERY seconds."""
 
     def __init__(self, label: str, out):
         super().__init__()
         self.label, self.out, self.last = label, out, None
-        self.started = time.perf_counter()
+        self.started = self.written = time.perf_counter()
 
     def eventinit(self):
         self.model.catchEvent(SCIP_EVENTTYPE.NODESOLVED | SCIP_EVENTTYPE.BESTSOLFOUND, self)
@@ -144,8 +146,8 @@ class Trace(Eventhdlr):
         m = self.model
         bound, primal = m.getDualbound(), m.getPrimalbound()
         now = (math.ceil(bound - 1e-6), round(primal) if abs(primal) < 1e9 else None)
-        if now != self.last:
-            self.last = now
+        if now != self.last or time.perf_counter() - self.written >= TRACE_EVERY:
+            self.last, self.written = now, time.perf_counter()
             line = {
                 "box": self.label,
                 "t": round(time.perf_counter() - self.started, 1),
