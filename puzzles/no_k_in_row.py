@@ -1,10 +1,9 @@
 """No k in a row: remove the fewest stones from a full box so no k remain in a line.
 
-Sources: the five-in-a-row removal problem (k = 5: 6×7 → 8, 13×17 → 44 with 556
-windows; 6×7×6 with 524 windows is open: its best removal, 63, is kept in
-tests/test_families.py, and the dual bounds reached are in benchmarks/README.md); for
-k = 3 on n×n boards, OEIS A181018 gives the most stones kept (9×9: 42 kept, 39 removed,
-proven by SCIP in a slow test).
+Sources: the five-in-a-row removal problem (k = 5: 6×7 → 8, 13×17 → 44; 6×7×6 with 524
+windows is open: its best removal, 63, is kept in tests/test_families.py, the dual
+bounds reached are in benchmarks/README.md); for k = 3 on n×n boards, OEIS A181018
+gives the most stones kept.
 
 Vocabulary (cells row-major, 0-based):
 - box: dimensions (d_1, ..., d_D); every cell starts with a stone.
@@ -18,32 +17,29 @@ Vocabulary (cells row-major, 0-based):
 MIP: x[cell] = 1 if removed; Σ_{cell∈w} x >= 1 for every window w; minimise Σ x.
 Sub-box cuts: for every strict sub-box B whose optimum h(B) is proven (`SUBBOX_OPTIMA`),
 Σ_{cell∈B} x >= h(B), valid since B's windows are windows of the box. The LP alone is
-weak (x = 1/k everywhere gives cells/k: 50.4 on 6×7×6); the 5×5×5, 5×5×6 and 5×5×7
-cuts raise the dual bound HiGHS reaches on 6×7×6 (benchmarks/README.md).
-For k = 3 in 2-D the gap is wider still (10×10: LP 33.3, optimum 48), and the cuts of
-every smaller a×b board (`THREE_IN_ROW`) let SCIP prove 10×10 (48 removed, 52 kept:
-OEIS A181018) several times faster, then 11×11, 11×12 and 12×12 (70 removed, 74 kept:
-A181018), one step of a staircase of boards at a time (benchmarks/README.md:
-mip_bench.py, staircase_bench.py).
+weak (x = 1/k everywhere gives cells/k: 50.4 on 6×7×6, 57 with the k = 5 boxes of
+`FIVE_IN_ROW`, 10×10 with k = 3: 33.3, optimum 48). Each table is a staircase: every
+entry proven by this MIP with the cuts of strictly smaller ones only, in order of size
+(benchmarks/README.md: staircase_bench.py); so SCIP proved the k = 3 boards up to
+12×12 (70 removed, 74 kept: A181018) and the k = 5 boxes up to 5×6×6 (43).
 Start: `model` hands HiGHS the best periodic removal pattern (`start_solution`: remove
 the cells with a·x ≡ c mod k, repaired greedily where a window is missed, pruned, and
 checked by `verify`): optimal at once on 2-D boards with k = 5 (6×7 → 8, 13×17 → 44),
 68 on 6×7×6, where `start_solution(p, SEARCH_MOVES)` (a seeded local search of a few
-seconds) reaches 64 deterministically, better than HiGHS's own incumbent after a minute.
+seconds) reaches 64 deterministically.
 
-Symmetry: permuting the axes of a box, or dropping a side of length 1 (no window of
-k >= 2 runs along it), gives the same windows, so `canonical(p)` sorts the sides of
-length >= 2 increasingly (7×6 and 6×7, 1×7 and 7 are one instance each).
+Symmetry: permuting the axes, or dropping a side of 1 (no window of k >= 2 runs along
+it), keeps the windows: `canonical(p)` sorts the sides >= 2 (6×7 = 7×6, 1×7 = 7).
 Second method: `exhaustive(p)`, iterative deepening over removal budgets that branches on
 the cells of the first window left whole; for boxes of at most 24 cells.
 
-Roads not taken: symmetry-breaking rows by default (`symmetry_rows`: half-counts under
-each reflection, a diagonal under the swap of equal sides; measured on 6×7×6 they leave
-the bound where HiGHS's own symmetry detection does, and cost nodes; kept behind
-`model(p, symmetry=True)`); the local-search start by default (seconds on every 3-D
-model, in sweeps outside the time limit, for no better bound); clique or lifted
-cuts on overlapping windows; 2-D sub-box cuts for k = 5 (there cells/k already lies
-within one of the optimum, so they cut nothing off).
+Roads not taken: symmetry-breaking rows by default (`symmetry_rows`, behind
+`model(p, symmetry=True)`: on 6×7×6 they leave the bound where HiGHS's own symmetry
+detection does, and cost nodes); the local-search start by default (seconds on every 3-D
+model for no better bound); clique or lifted cuts on overlapping windows; 2-D sub-box
+cuts for k = 5 (cells/k already lies within one of the optimum); the 2-D optima on the
+diagonal planes of a 3-D box (a plane spanned by an axis and a plane diagonal across it
+holds a 2-D board's windows): with the slabs they leave the root LP of 6×7×6 at 50.4.
 """
 
 import itertools
@@ -122,12 +118,18 @@ THREE_IN_ROW = {
     (10, 10): 48, (10, 11): 52, (10, 12): 58, (11, 11): 57, (11, 12): 64,
 }  # fmt: skip
 
-#: Proven optima of small boxes, keyed by (k, sorted dims), used as sub-box cuts. The
-#: k = 5 boxes were proven optimal by this module's own MIP with HiGHS (the smaller ones
-#: re-proven in tests/test_families.py, 5×5×7 in the slow tests), using only cuts of
-#: strictly smaller boxes, so the chain of proofs is sound; k = 3: `THREE_IN_ROW`.
+#: Proven optima of five in a row, keyed by sorted sides. (1, a, b): the a×b board as a
+#: slab of a 3-D box, holding exactly that board's windows (slabs 2..4 thick add no cut);
+#: proven by SCIP and by `exhaustive`'s search. The boxes: proven by this module's MIP
+#: with the cuts of strictly smaller entries only, in order (staircase_bench.py --k 5).
+FIVE_IN_ROW = {
+    (1, 5, 5): 5, (1, 5, 6): 6, (1, 5, 7): 7, (1, 6, 6): 7, (1, 6, 7): 8, (1, 7, 7): 9,
+    (5, 5, 5): 28, (5, 5, 6): 34, (5, 5, 7): 40, (5, 6, 6): 43,
+}  # fmt: skip
+
+#: The sub-box cuts' proven optima, {(k, sorted dims): h}: FIVE_IN_ROW, THREE_IN_ROW.
 SUBBOX_OPTIMA = MappingProxyType(
-    {(5, (5, 5, 5)): 28, (5, (5, 5, 6)): 34, (5, (5, 5, 7)): 40}
+    {(5, shape): h for shape, h in FIVE_IN_ROW.items()}
     | {(3, shape): h for shape, h in THREE_IN_ROW.items()}
 )
 

@@ -12,6 +12,7 @@ from puzzlesweep.puzzles import (
     no_k_in_row,
     peg_solitaire,
 )
+from puzzlesweep.puzzles import hitting_set as hs
 from puzzlesweep.solve import solve_instance
 from puzzlesweep.solvers import Limits, highs, scip
 
@@ -71,10 +72,49 @@ def test_no_three_in_row_matches_a181018():
 def test_subbox_optima_reprove():
     # The sub-box cuts' values (no_k_in_row.SUBBOX_OPTIMA), re-proven by the model with
     # only cuts of strictly smaller boxes; 5x5x7 -> 40 is re-proven in the slow tests.
-    assert no_k_in_row.subbox_cuts((5, 5, 5), 5) == []
+    # 5×5×5's only strict sub-boxes are its 15 slabs, 5 across each axis (5×5 → 5).
+    assert sorted((len(c), h) for c, h in no_k_in_row.subbox_cuts((5, 5, 5), 5)) == [(25, 5)] * 15
     for dims, value in [([5, 5, 5], 28), ([5, 6, 5], 34)]:
         row = solve("no_k_in_row", dims=dims, k=5)
         assert (row["status"], row["objective"]) == ("optimal", value)
+
+
+def test_five_in_a_row_slabs_reprove_and_cut_only_3d_boxes():
+    # no_k_in_row.FIVE_IN_ROW's (1, a, b): the 2-D a×b boards (6×7 → 8: the seed's
+    # value), re-proven by SCIP and up to 6×6 by exhaustive search (no MIP; 6×7 and 7×7
+    # in staircase_bench.py --k 5).
+    slabs = {s[1:]: h for s, h in no_k_in_row.FIVE_IN_ROW.items() if s[0] == 1}
+    assert slabs == {(5, 5): 5, (5, 6): 6, (5, 7): 7, (6, 6): 7, (6, 7): 8, (7, 7): 9}
+    for (a, b), h in slabs.items():
+        p = no_k_in_row.Params(dims=[a, b], k=5)
+        assert scip.solve(no_k_in_row.model(p), Limits(30)).objective == h
+        if a * b <= 36:
+            assert hs.exhaustive(no_k_in_row.problem((a, b), 5))[0] == h
+    # A 2-D board takes no slab; a 3-D box takes each in every orientation that fits:
+    # in 5×6×6, 1×5×5 at 20 + 12 + 12 places, 1×5×6 at 10 + 10 + 6 + 6, 1×6×6 at 5.
+    assert no_k_in_row.subbox_cuts((6, 7), 5) == no_k_in_row.subbox_cuts((7, 7), 5) == []
+    only_slabs = {(5, (1, a, b)): h for (a, b), h in slabs.items()}
+    cuts = no_k_in_row.subbox_cuts((5, 6, 6), 5, only_slabs)
+    assert sorted(h for _, h in cuts) == [5] * 44 + [6] * 32 + [7] * 5
+    # At the root they lift nothing (each slab's optimum is at most its cells / 5, what
+    # x = 1/5 everywhere gives): the LP bound of 5×6×6 stays 36 with them alone.
+    p = no_k_in_row.Params(dims=[5, 6, 6], k=5)
+    model = no_k_in_row.model(p, start=False, cuts=only_slabs)
+    model.integral = [False] * model.num_cols
+    assert highs.solve(model, Limits(10)).objective == pytest.approx(36)
+
+
+def test_five_in_a_row_box_5x6x6_lifts_the_root_bound_of_6x6x6():
+    # 5×6×6 → 43 (FIVE_IN_ROW, proven with the cuts of smaller boxes) fits 6 ways in
+    # 6×6×6 (3 orientations × 2 places) and lifts its root LP bound from 47 (the 5×5×5,
+    # 5×5×6 and 5×5×7 cuts) to 50; x = 1/5 everywhere gives 43.2.
+    p = no_k_in_row.Params(dims=[6, 6, 6], k=5)
+    smaller = {(5, (5, 5, 5)): 28, (5, (5, 5, 6)): 34, (5, (5, 5, 7)): 40}
+    assert len(no_k_in_row.subbox_cuts((6, 6, 6), 5, {(5, (5, 6, 6)): 43})) == 6
+    for cuts, bound in ((False, 43.2), (smaller, 47.0), (smaller | {(5, (5, 6, 6)): 43}, 50.0)):
+        model = no_k_in_row.model(p, start=False, cuts=cuts)
+        model.integral = [False] * model.num_cols
+        assert highs.solve(model, Limits(10)).objective == pytest.approx(bound)
 
 
 def test_three_in_a_row_board_optima_reprove_and_cut():
@@ -123,6 +163,16 @@ def test_no_three_in_a_row_10x10_to_12x12(n, removed):
 def test_subbox_optimum_5x5x7_reproves():
     row = solve("no_k_in_row", dims=[5, 7, 5], k=5)
     assert (row["status"], row["objective"]) == ("optimal", 40)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("dims", "removed"), [((5, 6, 6), 43)])
+def test_five_in_a_row_box_staircase_reproves(dims, removed):
+    # FIVE_IN_ROW's boxes beyond 5×5×7: proven by this module's MIP with the cuts of
+    # smaller boxes and slabs only (SCIP, one thread; staircase_bench.py --k 5).
+    p = no_k_in_row.Params(dims=list(dims), k=5)
+    result = scip.solve(no_k_in_row.model(p), Limits(3000))
+    assert (result.status, result.objective, result.bound) == ("optimal", removed, removed)
 
 
 #: 63 stones whose removal leaves no 5 in a row in the 6x7x6 box (row-major cells), found
