@@ -259,7 +259,7 @@ def test_dashboard_under_load_stays_bounded(tmp_path):
         server.server_close()
 
 
-# One slow instance: the 6×7×6 box with k = 5 (docs/families.md: open, between 56 and 63), so
+# One slow instance: the 6×7×6 box with k = 5 (docs/families.md: open, between 59 and 63), so
 # no batch can finish before its 40 s limit, long after the run has listed itself.
 SLOW = """
 name = "slow-box"
