@@ -102,6 +102,13 @@ def loadavg() -> float:
         return float(f.read().split()[0])
 
 
+def append(record: dict, log: str | None) -> None:
+    """Append `record` to the file `log` (None: nowhere) as one line of JSON."""
+    if log:
+        with open(log, "a") as out:
+            out.write(json.dumps(record) + "\n")
+
+
 def show(record: dict, log: str | None) -> None:
     """Print one result line; append it to `log` as JSON."""
     fmt = lambda v: "-" if v is None else f"{v:g}"  # noqa: E731
@@ -111,9 +118,7 @@ def show(record: dict, log: str | None) -> None:
         f"{record['cpu_seconds']:>7.1f} {record['load']:>5.2f} {fmt(record['published']):>9}",
         flush=True,
     )
-    if log:
-        with open(log, "a") as out:
-            out.write(json.dumps(record) + "\n")
+    append(record, log)
 
 
 def default_boards() -> str:
@@ -248,9 +253,7 @@ def show_box(record: dict, log: str | None) -> None:
         f"{record['load']:>5.2f}{extra}",
         flush=True,
     )
-    if log:
-        with open(log, "a") as out:
-            out.write(json.dumps(record) + "\n")
+    append(record, log)
 
 
 def chain(boxes: str, cap: float, plain_cap: float, log, trace, base: bool = False) -> dict:
