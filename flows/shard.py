@@ -208,11 +208,12 @@ def _search(run, verify, address, workers, dashboard, wall, announce, on_running
 
 def _claim(run: ShardedRun, catalog_path: str, wall: float | None, family, p) -> dict:
     """The `runs` manifest of a new search run, its row written (state `running`) by
-    `catalog.claim`: sweep `search-` and 12 hex digits of the folder's absolute path,
-    so that two searches of one folder into one catalog refuse each other; `spec` holds
-    the folder, its fingerprint and the limits as JSON; one instance planned, none for
-    every start. Raises BadInput while a search of the same folder is alive, and as
-    `catalog.prepare` for a results table that cannot take the family's rows."""
+    `catalog.claim`: sweep `search-` and 12 hex digits of the folder's absolute path
+    (one sweep per folder in `runs`); `spec` holds the folder, its fingerprint and the
+    limits as JSON; one instance planned, none for every start. Raises BadInput while a
+    search of the same folder is alive in the catalog (one elsewhere, sharing the folder:
+    on this machine `sharded.folder_lock` refuses first), and as `catalog.prepare` for a
+    results table that cannot take the family's rows."""
     folder = os.path.abspath(run.folder)
     spec = {"folder": folder, **sharded.fingerprint(run), "memory": run.memory, "wall": wall}
     manifest = {

@@ -73,13 +73,7 @@ class _Stopper:
             deadline = time.monotonic() + 1.5
             for ending in endings:
                 ending.join(max(0.0, deadline - time.monotonic()))
-        for worker in self.frozen:
-            try:
-                worker.kill()
-            except Exception:  # noqa: BLE001 (gone already)
-                pass
-        sys.stderr.flush()
-        os._exit(code or 128 + self.caught[0])
+        _kill_and_exit(self.frozen, code or 128 + self.caught[0])
 
     def handler(self, signum, frame) -> None:
         """SIGINT or SIGTERM: the first prints one line, silences the logs, arms the
@@ -88,8 +82,7 @@ class _Stopper:
         if self.caught:
             self.leave(128 + self.caught[0])
         self.caught.append(signum)
-        logging.disable(logging.CRITICAL)  # no teardown tracebacks from Prefect or Dask
-        logging.raiseExceptions = False
+        _silence_logs()
         name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
         err.print(
             f"{name}: stopping the run; what is running is cancelled, what was written is "
@@ -115,14 +108,32 @@ class _Stopper:
         (`message` None), else kill the local workers, print `message` and exit 1."""
         if message is None:
             self.leave()
-        logging.disable(logging.CRITICAL)
-        logging.raiseExceptions = False  # no "Error logging to API" from a lost API
+        _silence_logs()  # also no "Error logging to API" from a lost API
         for worker in _freeze_local_workers():  # silent before the line is printed
             worker.kill()
         from rich.markup import escape
 
         err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
         self.leave(1)
+
+
+def _silence_logs() -> None:
+    """No more log lines or logging errors from this process: the tracebacks of Prefect
+    and Dask tearing a stopped run down."""
+    logging.disable(logging.CRITICAL)
+    logging.raiseExceptions = False
+
+
+def _kill_and_exit(workers: list, code: int) -> None:
+    """SIGKILL `workers` (psutil.Process; their solver processes die with them), flush
+    stdout and stderr and exit with `code` at once, without the atexit hooks (Dask's
+    would close a half-started or stopped cluster again)."""
+    for worker in workers:
+        with contextlib.suppress(Exception):  # gone already
+            worker.kill()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _freeze_local_workers() -> list:
@@ -173,22 +184,16 @@ def stopped_by_signals(what: str, stop_seconds: float = 2 * STOP_SECONDS):
         said.append(True)
         return fail(f"{name}: {what}, run it again to go on", 128 + number)
 
-    def leave() -> None:  # no atexit hooks: Dask's would close a half-started cluster
+    def leave() -> None:
         if not said:
             say(caught[0])
-        for worker in frozen:
-            with contextlib.suppress(Exception):  # gone already
-                worker.kill()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(128 + caught[0])
+        _kill_and_exit(frozen, 128 + caught[0])
 
     def handler(signum, frame) -> None:
         if caught:
             leave()
         caught.append(signum)
-        logging.disable(logging.CRITICAL)  # no teardown tracebacks from Prefect or Dask
-        logging.raiseExceptions = False
+        _silence_logs()
         frozen.extend(_freeze_local_workers())  # silent now; the cluster's close kills them
         timer = threading.Timer(stop_seconds, leave)
         timer.daemon = True
