@@ -29,7 +29,7 @@ from puzzlesweep.core import BadInput
 from puzzlesweep.flows.api import TemporaryAPI, configured_api, prefect_api
 from puzzlesweep.flows.faults import within
 from puzzlesweep.flows.isolate import Children
-from puzzlesweep.flows.probes import answers, check_address
+from puzzlesweep.flows.probes import answers, check_address, tcp_connect
 
 __all__ = ["configured_api"]  # re-exported: the runs ask this module for their API
 
@@ -273,12 +273,19 @@ def probe_scheduler(address: str, timeout: float = 10.0) -> str:
     """`address` once the Dask scheduler there has answered an identity request, the
     whole exchange bounded by `timeout` seconds: a port that accepts a connection and
     never answers would hold `distributed.Client` for ever. Raises BadInput naming the
-    address for a malformed one, one where nothing answers in time, or one where what
-    answers is not a Dask scheduler. A `tls://` address is only checked for its form
+    address for a malformed one, one where nothing listens (at once: the connection is
+    refused), one where nothing answers in time, or one where what answers is not a
+    Dask scheduler. A `tls://` address is only checked for its form
     (the probe has no certificates)."""
     check_address(address)
     if address.startswith("tls://"):
         return address
+    try:
+        tcp_connect(address, min(timeout, 2.0))
+    except ConnectionRefusedError:
+        raise BadInput(f"--address {address}: nothing listens there (connection refused)") from None
+    except OSError:
+        pass  # no answer yet, which is no refusal: the identity request waits `timeout`
     try:
         reply = asyncio.run(asyncio.wait_for(_identity(address, timeout), timeout))
     except TimeoutError:

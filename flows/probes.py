@@ -39,6 +39,17 @@ def check_address(address: str) -> str:
     return address
 
 
+def tcp_connect(address: str, timeout: float = 2.0) -> None:
+    """Open and close a TCP connection to the HOST:PORT of `address` (a scheduler
+    address that `check_address` accepts), within `timeout` seconds. Raises
+    ConnectionRefusedError where nothing listens, another OSError (a timeout, no route)
+    where the host does not answer."""
+    import socket
+
+    host, port = address.split("://", 1)[-1].rsplit(":", 1)
+    socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+
+
 #: Seconds a Prefect API or Dask scheduler may fail its probes before the run stops.
 LOST_SECONDS = 4.0
 
@@ -65,11 +76,8 @@ class Watch:
         return answers(f"{self.api}/health")
 
     def _scheduler_answers(self) -> bool:
-        import socket
-
-        host, port = self.scheduler.split("://", 1)[-1].rsplit(":", 1)
         try:
-            socket.create_connection((host.strip("[]"), int(port)), timeout=2).close()
+            tcp_connect(self.scheduler)
             return True
         except OSError:
             return False
