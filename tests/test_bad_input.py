@@ -27,7 +27,7 @@ def test_start_up_errors_are_one_line_before_any_cluster(tmp_path):
     bad.write_bytes('name = "caf\xe9"\n'.encode("latin-1"))
     cases = [
         (["--dashboard-address", "nothostport"], spec, "--dashboard-address 'nothostport'"),
-        (["--catalog", "/proc/x"], spec, "catalog /proc/x cannot be written"),
+        (["--catalog", "/proc/x"], spec, "catalog /proc/x cannot be written: no file can be"),
         ([], bad, "the spec is not UTF-8 text (byte 0xe9 at offset 11)"),
     ]
     # the reference: the same spec read and expanded, without a cluster (--dry-run)

@@ -228,7 +228,8 @@ def check_catalog_directory(catalog_path: str) -> None:
             pass
     except OSError as exc:
         raise BadInput(
-            f"catalog {catalog_path} cannot be written ({folder}: {exc.strerror or exc})"
+            f"catalog {catalog_path} cannot be written: no file can be created in {folder}"
+            f" ({exc.strerror or exc})"
         ) from None
 
 
