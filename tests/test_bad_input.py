@@ -328,23 +328,6 @@ def silent_server() -> Iterator[str]:
             connection.close()
 
 
-def test_an_address_where_nothing_listens_exits_2_at_once_for_each_command(tmp_path):
-    # It said "no Dask scheduler answered within 10 s (Timed out ...)" after 10 s: a
-    # refused connection is sure at once.
-    with socket.create_server(("127.0.0.1", 0)) as taken:
-        address = f"tcp://127.0.0.1:{taken.getsockname()[1]}"
-    search = ["search", "peg_solitaire", "side=5", "start=all", "--folder", str(tmp_path / "t5")]
-    for args in (run_and_prove(tmp_path)["run"], search):  # prove probes as these do
-        code, seconds, peak, output = measured(
-            tmp_path, *args, "--catalog", str(tmp_path / "results"), "--address", address
-        )
-        assert code == 2, output
-        assert output.strip() == (
-            f"error: --address {address}: nothing listens there (connection refused)"
-        )
-    assert not (tmp_path / "results").exists()  # no run row, nothing written
-
-
 @pytest.mark.slow
 def test_an_address_that_accepts_and_never_answers_exits_2_before_any_run(tmp_path):
     # run and prove hung past 120 s on such a port (prove printed nothing at all).
