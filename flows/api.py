@@ -311,3 +311,25 @@ def prefect_api(api: TemporaryAPI | None = None) -> Iterator[str]:
                 from prefect.logging.handlers import APILogWorker
 
                 APILogWorker.drain_all(timeout=5)
+
+
+def forget_old_api_clients(timeout: float = 5.0) -> int:
+    """Stop this process's Prefect client services (logs, events, concurrency slots) and
+    return how many there were. Prefect keeps each with the API client of the run that
+    started it, one per set of task tags for the slots: on a Dask worker that outlives a
+    run and its temporary API, the next run's tasks with the same tags (the same sweep)
+    asked the dead API for slots and failed every attempt, and its events went there.
+    Services started after this use their own run's API. Pending items are sent first,
+    for at most `timeout` seconds, in a thread of its own (this may run in the worker's
+    event loop)."""
+    import threading
+
+    from prefect._internal.concurrency.services import QueueService
+
+    with QueueService._instance_cache_lock:  # noqa: SLF001 (one table for every service)
+        found = len(QueueService._instances)  # noqa: SLF001
+    if found:
+        stop = threading.Thread(target=QueueService.drain_all, args=(timeout,), daemon=True)
+        stop.start()
+        stop.join(timeout + 1)
+    return found

@@ -242,10 +242,12 @@ def api_and_cluster(
 
 
 def _ready_workers(client) -> None:
-    """Register `PuzzleWorker` with `client`'s scheduler: every worker, now and joining
-    later, drops a closed scheduler's heartbeat traceback, imports Prefect before its
-    first task, and holds its threads' solver processes."""
+    """Register `PuzzleWorker` with `client`'s scheduler (for every worker, now and
+    joining later), and have the workers forget earlier runs' Prefect API clients."""
+    from puzzlesweep.flows.api import forget_old_api_clients
+
     client.register_plugin(PuzzleWorker())
+    client.run(forget_old_api_clients)
 
 
 def _start_deaf_to_ctrl_c(factory: Callable, **kwargs):

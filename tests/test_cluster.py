@@ -162,6 +162,30 @@ def test_sweep_survives_a_killed_worker(prefect_api, cluster, tmp_path):
     assert "solved 0 in 0 batches (0 retried), skipped 27" in done.stderr
 
 
+@pytest.mark.slow  # about 60 s: two runs, each starting its own Prefect API
+def test_a_rerun_on_workers_that_outlived_an_interrupted_run_finishes(cluster, tmp_path):
+    # Prefect's services in a worker keep the API client of the run that started them
+    # (the concurrency slots one per set of task tags): after a Ctrl-C'd run and its
+    # temporary API were gone, every batch of the next run of the same sweep failed
+    # ("Unable to acquire concurrency slots") and it solved nothing for minutes.
+    address, results = cluster[0], tmp_path / "r"
+    spec = tmp_path / "boxes.toml"
+    spec.write_text(slow_boxes("boxes", time_limit=3))
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}  # its own API
+    args = [*CLI, "run", str(spec), "--address", address, "--catalog", str(results)]
+    args += ["--batch-size", "1"]
+    first = subprocess.Popen(args, env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    wait_for("a first batch in the catalog", lambda: catalog.files(results), 180, every=0.2)
+    first.send_signal(signal.SIGINT)
+    assert first.wait(60) == 130, first.stderr.read()[-2000:]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    _, rows = catalog.query(results, "SELECT count(DISTINCT params_key), count(*) FROM results")
+    assert rows == [(8, 8)]  # every box once: the re-run finished what was missing
+    _, states = catalog.query(results, "SELECT state FROM runs ORDER BY started_at")
+    assert states == [("interrupted",), ("finished",)]
+
+
 def test_bad_or_closed_addresses_are_refused(tmp_path):
     for bad in ("10.0.0.5:8786", "tcp://host", "tcp://host:99999", "http://host:8786"):
         with pytest.raises(BadInput, match="not a Dask scheduler address"):
