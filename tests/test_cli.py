@@ -72,6 +72,10 @@ def test_text_output_draws_the_solution():
             ["domination", "rows=8", "cols=8", "--picture", "/nonexistent-folder/x.png"],
             "the folder of '/nonexistent-folder/x.png' does not exist",
         ),
+        # after the solve, these were a FileNotFoundError and an IsADirectoryError
+        (["domination", "rows=8", "cols=8", "--picture", "/proc/x.png"], "created in /proc"),
+        # printed as given: no Rich markup (a traceback) nor emoji codes
+        (["domination", "rows=3", "cols=3", "piece=:family:[/red]"], "(got ':family:[/red]')"),
     ],
 )
 def test_bad_input_exits_2_naming_the_parameter(args, word):
@@ -79,6 +83,14 @@ def test_bad_input_exits_2_naming_the_parameter(args, word):
     assert done.returncode == 2, done.stdout
     assert word in done.stderr
     assert done.stdout == ""
+
+
+def test_a_picture_path_that_is_a_directory_exits_2_before_the_solve(tmp_path):
+    folder = tmp_path / "board.png"
+    folder.mkdir()
+    done = cli("solve", "domination", "rows=8", "cols=8", "--picture", str(folder))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == f"error: domination: --picture: {str(folder)!r} is a directory\n"
 
 
 def test_json_output_is_one_object():

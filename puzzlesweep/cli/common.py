@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from puzzlesweep import catalog
@@ -26,8 +27,10 @@ catalog_app = typer.Typer(
 )
 app.add_typer(catalog_app, name="catalog")
 # Piped output gets wide lines rather than rich's default of 80 columns.
-out = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+# Text is printed as given: names and values from specs, parameters and SQL results
+# are no Rich markup (a "[/red]" raised MarkupError) nor emoji codes (":family:").
+out = Console(width=None if sys.stdout.isatty() else 160, markup=False, emoji=False)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160, markup=False, emoji=False)
 
 CatalogOption = Annotated[
     str | None,
@@ -67,7 +70,7 @@ INTEGER = re.compile(r"^-?\d+$")
 
 def fail(message: str, code: int = 2) -> typer.Exit:
     """Print `error: message` on stderr; the caller raises the returned Exit(code)."""
-    err.print(f"[red]error:[/red] {message}", highlight=False, markup=True, soft_wrap=True)
+    err.print(f"[red]error:[/red] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
     return typer.Exit(code)
 
 

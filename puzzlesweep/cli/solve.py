@@ -92,14 +92,33 @@ def _checked(family, params, solver, count, time_limit, node_limit, picture, mem
         if count:
             check_count(family, chosen)
         limits = Limits(time_limit, node_limit)
-        if picture is not None and not picture.lower().endswith((".png", ".svg")):
-            raise BadInput(f"--picture: {picture!r} must end in .png or .svg")
-        if picture is not None and not os.path.isdir(os.path.dirname(picture) or "."):
-            raise BadInput(f"--picture: the folder of {picture!r} does not exist")
+        if picture is not None:
+            _check_picture(picture)
         memory = parse_memory(memory_limit)
     except (BadInput, ValueError) as exc:
         raise fail(f"{family}: {exc}") from None
     return module, instance, chosen, limits, memory
+
+
+def _check_picture(picture: str) -> None:
+    """Raise BadInput, before any solve, unless a picture can be written at `picture`:
+    a name ending in .png or .svg, not a directory, in a folder that exists and takes a
+    new file (a probe file, removed at once)."""
+    import tempfile
+
+    if not picture.lower().endswith((".png", ".svg")):
+        raise BadInput(f"--picture: {picture!r} must end in .png or .svg")
+    folder = os.path.dirname(picture) or "."
+    if not os.path.isdir(folder):
+        raise BadInput(f"--picture: the folder of {picture!r} does not exist")
+    if os.path.isdir(picture):
+        raise BadInput(f"--picture: {picture!r} is a directory")
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".puzzlesweep-probe-"):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or exc
+        raise BadInput(f"--picture: no file can be created in {folder} ({reason})") from None
 
 
 def _solve_in_child(instance, chosen: str, limits, count: bool, memory) -> dict:

@@ -113,7 +113,9 @@ class _Stopper:
             worker.kill()
         from rich.markup import escape
 
-        err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+        err.print(
+            f"[red]error:[/red] {escape(message)}", markup=True, highlight=False, soft_wrap=True
+        )
         self.leave(1)
 
 
