@@ -54,9 +54,9 @@ Solution = tuple[int, ...]  # the colour of every cell, row-major
 
 class Params(_Params):
     """n: side (>= 2: on a side of 1 every coordinate is constant, so no cell set is a
-    line); d: dimensions (1..6); counts: balls of each colour (one or more colours, each
-    >= 0, summing to n^d). With one colour every line is monochromatic: the answer is
-    the number of lines, ((n+2)^d - n^d)/2."""
+    line); d: dimensions (1..6), n^d at most 1,000,000 cells; counts: balls of each
+    colour (one or more colours, each >= 0, summing to n^d). With one colour every line
+    is monochromatic: the answer is the number of lines, ((n+2)^d - n^d)/2."""
 
     n: int = Field(description="the cube's side, >= 2")
     d: int = Field(description="dimensions, 1..6")
@@ -93,6 +93,8 @@ class Params(_Params):
 
     @model_validator(mode="after")
     def _sum(self) -> "Params":
+        if self.n**self.d > 1_000_000:  # as no_k_in_row's boxes: refused before any work
+            raise ValueError(f"n^d = {self.n**self.d:,} cells: more than 1,000,000")
         if sum(self.counts) != self.n**self.d:
             raise ValueError(
                 f"counts must sum to n^d = {self.n**self.d}, "

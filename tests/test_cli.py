@@ -59,6 +59,7 @@ def test_text_output_draws_the_solution():
         (["domination", "rows=8", "cols=8", "piece=dragon"], "piece"),
         (["no_k_in_row", "dims=6,7", "k=0"], "k must be at least 1"),
         (["monochromatic_lines", "n=3", "d=3", "counts=14,12"], "counts must sum to n^d = 27"),
+        (["monochromatic_lines", "n=50", "d=6", "counts=1"], "n^d = 15,625,000,000 cells"),
         (["peg_solitaire", "side=5", "start=16"], "start hole 16 is not on T_5"),
         (["domination", "rows=8", "cols"], "'cols' is not of the form key=value"),
         (["domination", "rows=8", "cols=8", "--solver", "backtrack"], "solver auto, highs, scip"),
