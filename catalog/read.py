@@ -7,6 +7,7 @@ each and retry once when a compaction vacuumed the files it read; `finished` is 
 resume lookup, `latest` the latest rows of given instances.
 """
 
+import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -201,7 +202,9 @@ def snapshot(catalog: CatalogLike, as_of: int | str | None = None) -> Snapshot:
     location = locate(catalog)
     if not exists(location):
         refuse_lost_log(location)
-        raise BadInput(f"catalog {location.uri} does not exist (run a sweep into it first)")
+        empty = location.local and os.path.isdir(location.uri)
+        what = ": the folder holds no catalog yet" if empty else " does not exist"
+        raise BadInput(f"catalog {location.uri}{what} (run a sweep into it first)")
     return Snapshot(location, as_of)
 
 

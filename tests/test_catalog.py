@@ -300,7 +300,7 @@ def test_migrate_copies_and_reverifies_every_row_of_the_old_layout(tmp_path, row
     _old_layout(old, tampered)
     # the old layout is refused where a sweep or a query would write or read it
     done = cli("catalog", "summary", "--catalog", str(old))
-    assert done.returncode == 2 and "does not exist" in done.stderr
+    assert done.returncode == 2 and "the folder holds no catalog yet" in done.stderr
     assert "catalog migrate" in str(
         pytest.raises(catalog.BadInput, catalog.check_writable, old).value
     )

@@ -217,7 +217,8 @@ def test_query_errors_are_named(tmp_path):
     assert done.returncode == 2 and "does not exist" in done.stderr
     (tmp_path / "empty").mkdir()
     done = cli("catalog", "query", "SELECT 1 FROM results", "--catalog", str(tmp_path / "empty"))
-    assert done.returncode == 2 and "does not exist (run a sweep into it first)" in done.stderr
+    assert done.returncode == 2  # it said "does not exist" of the folder that does
+    assert "the folder holds no catalog yet (run a sweep into it first)" in done.stderr
 
 
 def test_the_temporary_api_defers_to_a_configured_one(monkeypatch):
