@@ -49,7 +49,7 @@ browser:
 test: $(BIN)/.installed browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest --durations=25
+	$(BIN)/python -m pytest -n 2 --dist loadfile --durations=25
 
 test-slow: $(BIN)/.installed browser
 	$(BIN)/python -m pytest -m slow
