@@ -81,11 +81,12 @@ def resolve(catalog: CatalogLike) -> str:
 
 
 def check_writable(catalog: CatalogLike) -> Location:
-    """The Location of `catalog` if a sweep may write there: a catalog, an empty or
-    missing directory, or an object-store URL. Raises BadInput (naming what it found)
-    for a directory that holds something else, such as a catalog of the old layout, or
-    an object store that refuses (no such bucket, wrong keys) or does not answer,
-    CatalogDamaged for results that lost their transaction log (`refuse_lost_log`)."""
+    """The Location of `catalog` if a sweep may write there: a catalog (also one that
+    another run is creating), an empty or missing directory, or an object-store URL.
+    Raises BadInput (naming what it found) for a directory that holds something else,
+    such as a catalog of the old layout, or an object store that refuses (no such
+    bucket, wrong keys) or does not answer, CatalogDamaged for results that lost their
+    transaction log (`refuse_lost_log`)."""
     location = locate(catalog)
     if not location.local:
         try:
@@ -97,7 +98,7 @@ def check_writable(catalog: CatalogLike) -> Location:
     if exists(location) or not os.path.isdir(location.uri):
         return location
     entries = sorted(os.listdir(location.uri))
-    if not entries:
+    if set(entries) <= {RESULTS, RUNS}:  # empty, or another run creating the catalog now
         return location
     if any(e.startswith("family=") or e == "_runs" for e in entries):
         raise BadInput(
