@@ -215,8 +215,6 @@ def check_catalog_directory(catalog_path: str) -> None:
     as `catalog.check_writable` does, or naming the catalog and the operating system's
     reason, and CatalogDamaged for a table whose last commit cannot be read (the run's
     flow would meet it only once started)."""
-    import tempfile
-
     location = catalog.check_writable(catalog_path)
     if not location.local:
         return
@@ -226,14 +224,23 @@ def check_catalog_directory(catalog_path: str) -> None:
         if os.path.exists(folder):
             raise BadInput(f"catalog {catalog_path}: {folder} is not a directory")
         folder = os.path.dirname(folder)
-    try:
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".puzzlesweep-probe-"):
-            pass
-    except OSError as exc:
+    if reason := refusal_to_create_in(folder):
         raise BadInput(
             f"catalog {catalog_path} cannot be written: no file can be created in {folder}"
-            f" ({exc.strerror or exc})"
-        ) from None
+            f" ({reason})"
+        )
+
+
+def refusal_to_create_in(folder: str) -> str | None:
+    """The operating system's reason why no file can be created in the existing folder
+    `folder` (a probe file, removed at once), or None when one can."""
+    import tempfile
+
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".puzzlesweep-probe-"):
+            return None
+    except OSError as exc:
+        return str(exc.strerror or exc)
 
 
 #: A size with its unit, as `parse_memory` takes it: '2GiB', '512 MB', '1.5gb', '2G'.

@@ -15,6 +15,7 @@ from puzzlesweep.cli.common import (
     out,
     parse_assignments,
     parse_memory,
+    refusal_to_create_in,
 )
 from puzzlesweep.core import BadInput
 
@@ -104,8 +105,6 @@ def _check_picture(picture: str) -> None:
     """Raise BadInput, before any solve, unless a picture can be written at `picture`:
     a name ending in .png or .svg, not a directory, in a folder that exists and takes a
     new file (a probe file, removed at once)."""
-    import tempfile
-
     if not picture.lower().endswith((".png", ".svg")):
         raise BadInput(f"--picture: {picture!r} must end in .png or .svg")
     folder = os.path.dirname(picture) or "."
@@ -113,12 +112,8 @@ def _check_picture(picture: str) -> None:
         raise BadInput(f"--picture: the folder of {picture!r} does not exist")
     if os.path.isdir(picture):
         raise BadInput(f"--picture: {picture!r} is a directory")
-    try:
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".puzzlesweep-probe-"):
-            pass
-    except OSError as exc:
-        reason = exc.strerror or exc
-        raise BadInput(f"--picture: no file can be created in {folder} ({reason})") from None
+    if reason := refusal_to_create_in(folder):
+        raise BadInput(f"--picture: no file can be created in {folder} ({reason})")
 
 
 def _solve_in_child(instance, chosen: str, limits, count: bool, memory) -> dict:
