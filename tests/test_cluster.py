@@ -174,10 +174,12 @@ def test_a_rerun_on_workers_that_outlived_an_interrupted_run_finishes(cluster, t
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}  # its own API
     args = [*CLI, "run", str(spec), "--address", address, "--catalog", str(results)]
     args += ["--batch-size", "1"]
-    first = subprocess.Popen(args, env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    log = tmp_path / "first.log"
+    with log.open("w") as sink:  # a file, not a pipe nobody reads while it runs
+        first = subprocess.Popen(args, env=env, cwd=ROOT, stdout=sink, stderr=sink)
     wait_for("a first batch in the catalog", lambda: catalog.files(results), 180, every=0.2)
     first.send_signal(signal.SIGINT)
-    assert first.wait(60) == 130, first.stderr.read()[-2000:]
+    assert first.wait(60) == 130, log.read_text()[-2000:]
     done = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     _, rows = catalog.query(results, "SELECT count(DISTINCT params_key), count(*) FROM results")
