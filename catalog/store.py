@@ -34,7 +34,7 @@ import os
 import random
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -224,23 +224,26 @@ def filesystem(location: Location) -> "pafs.FileSystem":
     return pafs.PyFileSystem(DeltaStorageHandler(location.uri, location.storage_options))
 
 
-def _committed(table, app_id: str) -> bool:
+def _committed(table, app_ids: Sequence[str]) -> set[str]:
+    """Those of `app_ids` that a commit of `table` (brought up to date) carries."""
     table.update_incremental()
-    return table.transaction_version(app_id) is not None
+    return {app_id for app_id in app_ids if table.transaction_version(app_id) is not None}
 
 
 def append(
     location: Location,
     name: str,
     rows: pa.Table,
-    app_id: str | None = None,
+    app_ids: Sequence[str] = (),
     keys: list[str] | None = None,
     partition_by: list[str] | None = None,
 ) -> bool:
-    """Append `rows` to table `name` (created on first use) as one commit; with
-    `app_id`, only if no commit carries that application transaction yet. `keys` go into
-    the commit info (`KEYS`). New columns evolve the schema by merge. Returns False when
-    `app_id` was already committed (nothing written), True otherwise.
+    """Append `rows` to table `name` (created on first use) as one commit carrying each
+    of `app_ids` as a Delta application transaction, only if no commit carries any of
+    them yet (a group of batches is written whole or not at all; the caller drops the
+    batches already written, `committed_of`). `keys` go into the commit info (`KEYS`).
+    New columns evolve the schema by merge. Returns False when an app id was already
+    committed (nothing written), True otherwise.
 
     Raises deltalake's CommitFailedError after `COMMIT_RETRIES` lost races, and OSError
     (PermissionError, no space...) from the storage."""
@@ -248,12 +251,12 @@ def append(
     from deltalake.exceptions import CommitFailedError
 
     table = open_table(location, name)
-    if app_id is not None and table is not None and _committed(table, app_id):
+    if app_ids and table is not None and _committed(table, app_ids):
         return False
     properties = CommitProperties(
         custom_metadata={KEYS: json.dumps(keys)} if keys is not None else None,
         max_commit_retries=COMMIT_RETRIES,
-        app_transactions=[Transaction(app_id, 1)] if app_id is not None else None,
+        app_transactions=[Transaction(app_id, 1) for app_id in app_ids] or None,
     )
     try:
         with reaching(location):
@@ -267,15 +270,22 @@ def append(
                 commit_properties=properties,
             )
     except CommitFailedError:
-        # a concurrent attempt of the same app_id won (the conflict checker refuses the
+        # a concurrent attempt of the same app ids won (the conflict checker refuses the
         # second), or the table was created by another writer in the meantime
         table = open_table(location, name)
-        if app_id is not None and table is not None and _committed(table, app_id):
+        if app_ids and table is not None and _committed(table, app_ids):
             return False
         if table is None:
             raise
-        return append(location, name, rows, app_id, keys, partition_by)
+        return append(location, name, rows, app_ids, keys, partition_by)
     return True
+
+
+def committed_of(location: Location, name: str, app_ids: Sequence[str]) -> set[str]:
+    """Those of `app_ids` that a commit of table `name` carries (none before the table
+    exists)."""
+    table = open_table(location, name)
+    return set() if table is None else _committed(table, app_ids)
 
 
 def replace(

@@ -322,8 +322,11 @@ def forget_old_api_clients(timeout: float = 5.0) -> int:
     Services started after this use their own run's API. Pending items are sent first,
     for at most `timeout` seconds, in a thread of its own (this may run in the worker's
     event loop)."""
+    import sys
     import threading
 
+    if "prefect._internal.concurrency.services" not in sys.modules:
+        return 0  # Prefect never ran here: nothing to forget (and nothing to import)
     from prefect._internal.concurrency.services import QueueService
 
     with QueueService._instance_cache_lock:  # noqa: SLF001 (one table for every service)

@@ -1,33 +1,37 @@
 """Dask's one home in the package: every import of dask, distributed and prefect_dask is
 here, so a newcomer finds in one module what the package asks of Dask.
 
-`dask_cluster` connects to a scheduler or starts a `LocalCluster`, and `dask_runner`
-is the Prefect task runner on it; `probe_scheduler` and `connect` check an address;
-`api_and_cluster` starts a cluster under `flows.api.prefect_api` (the configured Prefect
-API or a temporary one, the workers pointed at it); `PuzzleWorker` (the worker
-plugin, owner of the worker's solver processes), `worker_identity`, `report_to` and
+`started_cluster` starts (or connects to) the cluster of a sweep and yields its
+`DaskPool`: each batch is one plain Dask future named after it
+(`domination-batch-0003-<token>`), never a Prefect task run. `dask_cluster` connects to
+a scheduler or starts a `LocalCluster`; `dask_runner` is the Prefect task runner that
+`prove` still uses; `probe_scheduler` and `connect` check an address; `api_and_cluster`
+starts a cluster under `flows.api.prefect_api`; `PuzzleWorker` (the worker plugin,
+owner of the worker's solver processes), `worker_identity`, `report_to` and
 `warm_worker` run on the workers; `on_every_part` runs parts as plain futures;
-`quiet_dask` keeps Dask's INFO lines off a terminal. The validated settings that
-choose between Dask and threads are `backend.Cluster`. No puzzle logic here.
+`quiet_dask` keeps Dask's INFO lines off a terminal. The validated settings that choose
+between Dask and threads are `settings.RunSettings`. No puzzle logic here.
 """
 
 import asyncio
 import logging
 import os
 import threading
+import time
+import uuid
 import warnings
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
+from typing import Any
 
 import dask
-from distributed import Client, Event, LocalCluster, fire_and_forget, get_worker
+from distributed import Client, LocalCluster, fire_and_forget, get_worker
 from distributed.comm import connect as open_comm
 from distributed.comm.core import CommClosedError
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows.api import TemporaryAPI, configured_api, prefect_api
-from puzzlesweep.flows.faults import within
 from puzzlesweep.flows.isolate import Children
 from puzzlesweep.flows.probes import answers, check_address, tcp_connect
 
@@ -47,90 +51,97 @@ def worker_identity() -> tuple[str, int | None]:
     return name, (int(limit / max(1, worker.state.nthreads)) if limit else None)
 
 
+#: Seconds between a batch's progress events: finer ones cost the scheduler a message
+#: per instance and change no estimate a person reads.
+REPORT_SECONDS = 1.0
+
+
 def report_to(topic: str | None, number: int) -> Callable[[int], None] | None:
     """On a Dask worker, with a `topic`: a function that reports `n` more finished
-    instances of batch `number` as the event (number, n) under `topic` (read by
-    `worker_events` in the run's process); None elsewhere."""
+    instances of batch `number` as the event ("done", number, n) under `topic` (read by
+    `Events` in the run's process), at most one event per `REPORT_SECONDS` (the rest
+    are added to the next); None elsewhere. The batch's start is reported at once, as
+    ("start", number, worker), so the run counts a batch started twice (its first
+    worker was lost) as retried."""
     if topic is None:
         return None
     try:
         worker = get_worker()
     except ValueError:  # not on a Dask worker
         return None
-    return lambda n: worker.log_event(topic, [number, n])
+    worker.log_event(topic, ["start", number, worker_identity()[0]])
+    waiting = [0, 0.0]  # instances not reported yet, when the last event went
+
+    def report(n: int) -> None:
+        waiting[0] += n
+        now = time.monotonic()
+        if now - waiting[1] >= REPORT_SECONDS:
+            worker.log_event(topic, ["done", number, waiting[0]])
+            waiting[:] = [0, now]
+
+    return report
 
 
-def _stop_event(topic: str, client: Client | None = None) -> Event:
-    """The Dask Event by which the run of `topic` tells its batches to commit nothing
-    (on a worker, through the worker's own client when `client` is None)."""
-    return Event(f"{topic}-stopped", client=client)
+class DaskPool:
+    """Batches as plain Dask futures on `client`: `submit(key, fn, *args)` names the
+    future `key` (unique per attempt: Dask keeps a finished key's result) and never
+    caches it."""
 
+    def __init__(self, client: Client) -> None:
+        self.client = client
 
-def commits_stopped(topic: str | None) -> bool:
-    """On a Dask worker: whether the run of `topic` asked its batches to commit nothing
-    (`worker_events`' `stop_commits`: it was interrupted); False elsewhere, and when the
-    scheduler cannot say (a run that lost its scheduler is not interrupted)."""
-    if topic is None:
-        return False
-    try:
-        get_worker()
-    except ValueError:  # not on a Dask worker
-        return False
-    try:
-        return _stop_event(topic).is_set()
-    except Exception:  # noqa: BLE001 (the batch's commit meets a lost scheduler itself)
-        return False
+    def submit(self, key: str, fn: Callable, *args):
+        """`fn(*args)` on a worker, as a future named `key`-<token>."""
+        return self.client.submit(fn, *args, key=f"{key}-{uuid.uuid4().hex[:8]}", pure=False)
 
 
 @contextmanager
-def worker_events(
-    scheduler: str | None,
-    topic: str | None,
-    handler: Callable[[int, int], None],
-    memory_limit: int | None = None,
-) -> Iterator[None]:
-    """While the block runs: a Dask client of `scheduler` that calls `handler(number,
-    n)` for each event under `topic` (`report_to`), in the client's thread. On entry it
-    also readies every worker for batches (`warm_worker`, not waited for); on exit every
-    worker sends the log lines it still holds (`send_logs`). Yields `stop_commits`: a
-    function that tells every batch still running to commit nothing (`commits_stopped`:
-    the workers of `--address` are not the run's to stop), within 2 s and without
-    raising; a no-op without a scheduler."""
-    if scheduler is None or topic is None:
-        yield lambda: None
-        return
-    with Client(scheduler) as client:
-        workers = client.scheduler_info(n_workers=-1).get("workers", {})
-        fire_and_forget(
-            [client.submit(warm_worker, memory_limit, workers=[w], pure=False) for w in workers]
-        )
-        client.subscribe_topic(topic, lambda event: handler(*event[1]))
+def started_cluster(settings, width: int) -> Iterator:
+    """The cluster of `settings` (a `RunSettings`): the scheduler at its `address`, or
+    a LocalCluster of `width` workers started here; yields a `settings.Started` whose
+    pool submits to it, and whose workers report to `Events`. Closes what it started.
+    Raises BadInput for a scheduler that does not answer."""
+    from puzzlesweep.flows.settings import Started
+
+    cluster = dask_cluster(
+        settings.address, width, settings.dashboard_address, settings.connect_timeout
+    )
+    with cluster as (scheduler, dashboard, found):
+        # not `with Client(...)`: that sets Dask's current client in this thread's
+        # context, and a cluster started early (`settings.EarlyStart`) closes in another
+        client = Client(scheduler, set_as_default=False)
         try:
-            yield lambda: within(2.0, _stop_event(topic, client).set)
+            workers = client.scheduler_info(n_workers=-1).get("workers", {})
+            fire_and_forget(
+                [
+                    client.submit(warm_worker, settings.memory_limit, workers=[w], pure=False)
+                    for w in workers
+                ]
+            )
+            yield Started(scheduler, dashboard, found, DaskPool(client), None)
         finally:
-            client.unsubscribe_topic(topic)
-            # at most 6 s, also when the scheduler or a worker is gone
-            sending = threading.Thread(target=_send_logs_on, args=(client,), daemon=True)
-            sending.start()
-            sending.join(6.0)
+            client.close()
 
 
-def _send_logs_on(client) -> None:
-    """`send_logs` on every worker of `client`; a lost worker has nothing more to send."""
-    try:
-        client.run(send_logs)
-    except Exception:  # noqa: BLE001
-        pass
+class Events:
+    """While open: each event the workers log under `topic` (`report_to`) is handed to
+    `handler(kind, number, value)` in the client's thread. A no-op without a pool on
+    Dask."""
 
+    def __init__(self, pool, topic: str, handler: Callable[[str, int, Any], None]) -> None:
+        self.client = getattr(pool, "client", None)
+        self.topic = topic
+        self.handler = handler
 
-async def send_logs() -> None:
-    """On a worker (in its event loop, through `Client.run`): send the Prefect log lines
-    it still holds (at most 5 s), so the last lines of its task runs reach the API
-    before a run's temporary API stops (else the worker prints "Error logging to API"
-    into the run's terminal)."""
-    from prefect.logging.handlers import APILogHandler
+    def __enter__(self) -> "Events":
+        if self.client is not None:
+            self.client.subscribe_topic(self.topic, lambda event: self.handler(*event[1]))
+        return self
 
-    await asyncio.wait_for(APILogHandler.aflush(), timeout=5)
+    def __exit__(self, *exc: object) -> None:
+        if self.client is not None:
+            with suppress(Exception):  # a lost scheduler has nothing more to say
+                self.client.unsubscribe_topic(self.topic)
 
 
 class ClosedHeartbeat(logging.Filter):
@@ -158,19 +169,13 @@ def quiet_closed_heartbeats() -> None:
 
 
 def warm_worker(memory_limit: int | None = None) -> str:
-    """A plain Dask task that readies its worker for batches while the run starts:
-    imports what a batch task runs (Prefect's task engine, the catalog, this module) and
+    """A plain Dask task that readies its worker for batches while the run starts: it
     starts the thread's child solver process (the one `solve_batch` leases from the
-    worker's `PuzzleWorker`, with the same `memory_limit`), about 4 s per worker that
+    worker's `PuzzleWorker`, with the same `memory_limit`), about 1-4 s per worker that
     the first batch would otherwise wait. Returns the worker's address. Never fails: a
-    warm-up that does not happen (seen: an import `_DeadlockError` when a batch imports
-    the same modules at the same moment on a loaded machine, which Dask printed as a
-    traceback) only costs the time it saves."""
+    warm-up that does not happen only costs the time it saves."""
     worker, worker_memory = worker_identity()
     try:
-        import prefect.task_engine  # noqa: F401
-        import prefect_dask  # noqa: F401
-
         if (children := worker_children()) is not None:
             children.warm(memory_limit or worker_memory)
     except Exception:  # noqa: BLE001 (the first batch does it instead)
@@ -250,14 +255,15 @@ def _ready_workers(client) -> None:
     client.run(forget_old_api_clients)
 
 
-def _start_deaf_to_ctrl_c(factory: Callable, **kwargs):
-    """`factory(**kwargs)` with its worker processes forked from a multiprocessing fork
-    server that ignores SIGINT, so they ignore it too (also those a nanny restarts
+def ready_forkserver() -> None:
+    """In the main thread: start the multiprocessing fork server that ignores SIGINT, so
+    that the local workers forked from it ignore it too (also those a nanny restarts
     later): a Ctrl-C at the terminal, which reaches the whole process group, is handled
     by this process alone, which decides what stops. SIGINT is ignored here only while
-    the fork server is spawned (in the main thread, a fraction of a second), not during
-    the cluster's start, where a Ctrl-C was lost when the workers were spawned under an
-    ignored SIGINT instead."""
+    the fork server is spawned (a fraction of a second), not during the cluster's start,
+    where a Ctrl-C was lost when the workers were spawned under an ignored SIGINT
+    instead. Elsewhere than the main thread it does nothing (the fork server then starts
+    as Python starts it)."""
     import multiprocessing.forkserver
     import signal
 
@@ -267,6 +273,12 @@ def _start_deaf_to_ctrl_c(factory: Callable, **kwargs):
             multiprocessing.forkserver.ensure_running()  # inherits the ignored SIGINT
         finally:
             signal.signal(signal.SIGINT, previous)
+
+
+def _start_deaf_to_ctrl_c(factory: Callable, **kwargs):
+    """`factory(**kwargs)` with its worker processes forked from the fork server of
+    `ready_forkserver`."""
+    ready_forkserver()
     dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
     return factory(**kwargs)
 
@@ -347,29 +359,18 @@ def quiet_dask() -> None:
 
 
 class PuzzleWorker(WorkerPlugin):
-    """On each worker (also one that joins later): `quiet_closed_heartbeats`, then
-    `import prefect.task_engine` in the worker's event loop before tasks run; and the
+    """On each worker (also one that joins later): `quiet_closed_heartbeats`, and the
     owner of the worker's solver processes (`children`, an `isolate.Children`), which
-    its batches lease (`batch_children`) and which stop when the worker closes.
-
-    Two threads of a worker that imported Prefect at once (the event loop unpickling a
-    task that names `prefect.client.schemas.objects` while a task's thread ran `import
-    prefect`) deadlocked on Python's module locks, and Prefect printed "Failed to
-    initialize plugins: deadlock detected by _ModuleLock(...)" once per worker. Never
-    fails: the worker works without either."""
+    its batches lease (`batch_children`) and which stop when the worker closes. A
+    sweep's batches import no Prefect on the workers (only `prove`'s task runs do)."""
 
     name = "puzzlesweep-worker"
     idempotent = True  # a second run on the same cluster keeps the workers' children
 
     def setup(self, worker) -> None:
-        """Hold the solver children, install the filter and import Prefect's task engine
-        (once per worker)."""
+        """Hold the solver children and install the filter (once per worker)."""
         self.children = Children()
         quiet_closed_heartbeats()
-        try:
-            import prefect.task_engine  # noqa: F401
-        except Exception:  # noqa: BLE001 (a task imports it again and says why)
-            pass
 
     def teardown(self, worker) -> None:
         """Stop the solver children (Dask tears plugins down before it waits for the

@@ -117,7 +117,7 @@ def test_rows_are_typed_partitioned_and_committed_once(tmp_path, rows):
             schema_mode="merge",
             commit_properties=CommitProperties(app_transactions=[Transaction("r2-00000", 1)]),
         )
-    assert catalog.store.append(store, "results", table, "r2-00000") is False
+    assert catalog.store.append(store, "results", table, ["r2-00000"]) is False
     assert catalog.query(tmp_path, "SELECT count(*) FROM results")[1] == [(7,)]
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from puzzlesweep import catalog
+from puzzlesweep import sweep as run_sweep
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows.cluster import check_address
-from puzzlesweep.flows.sweep import run_sweep
 
 from .conftest import CLI, ROOT, cli, slow_boxes
 from .servers import Processes, free_port, start_scheduler, wait_for

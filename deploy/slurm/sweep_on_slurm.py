@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     from dask_jobqueue import SLURMCluster
 
     from puzzlesweep.flows.control import Control
+    from puzzlesweep.flows.settings import RunSettings
     from puzzlesweep.flows.sweep import run_sweep
 
     cluster = SLURMCluster(
@@ -49,12 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         cluster.scale(jobs=args.jobs)
         print(f"dask-jobqueue: {cluster.scheduler_address}, dashboard {cluster.dashboard_link}")
         print(cluster.job_script())
-        report = run_sweep(
-            args.spec,
-            args.catalog,
-            address=cluster.scheduler_address,
-            control=Control(announce=print),
-        )
+        settings = RunSettings.of(catalog=args.catalog, address=cluster.scheduler_address)
+        report = run_sweep(args.spec, settings, control=Control(announce=print))
     finally:
         cluster.close()
     print(

@@ -95,16 +95,20 @@ def run(
     if dry_run:
         return _dry_run(spec, catalog_path, force, max_instances, workers or CORES)
     with catalog_errors():  # everything is validated before any work starts
-        from puzzlesweep.flows.backend import Cluster
+        from puzzlesweep.flows.settings import RunSettings
         from puzzlesweep.flows.spec import load
 
-        Cluster.of(
-            backend=backend, address=address, workers=workers, dashboard_address=dashboard_address
-        )
         check_workers(workers)
-        memory = parse_memory(memory_limit)
-        if backend == "dask":  # a local cluster's
+        if backend == "dask" and not address:  # a local cluster's
             dashboard_address = dashboard_address or DASHBOARD_DEFAULT
+        settings = RunSettings.of(
+            flags=True, catalog=catalog_path, backend=backend, address=address,
+            workers=workers, batch_size=batch_size, force=force,
+            memory_limit=parse_memory(memory_limit), retries=retries,
+            dashboard_address=dashboard_address, connect_timeout=connect_timeout,
+            allow_concurrent=allow_concurrent, max_instances=max_instances,
+        )  # fmt: skip
+        if dashboard_address:
             check_dashboard_address(dashboard_address, bind=not address)
         check_catalog_directory(catalog_path)  # a file, another directory, not writable
         plan = load(spec, max_instances)
@@ -112,27 +116,15 @@ def run(
             from puzzlesweep.flows.cluster import probe_scheduler
 
             probe_scheduler(address, connect_timeout)
-    options = dict(
-        backend=backend,
-        address=address,
-        workers=None if address else (workers or CORES),
-        batch_size=batch_size,
-        force=force,
-        memory_limit=memory,
-        retries=retries,
-        dashboard_address=dashboard_address,
-        connect_timeout=connect_timeout,
-        allow_concurrent=allow_concurrent,
-        max_instances=max_instances,
-    )
-    report = _run_sweep(spec, catalog_path, options)
+    report = _run_sweep(spec, settings)
     _print_run(catalog_path, plan, report)
 
 
-def _run_sweep(spec: str, catalog_path: str, options: dict) -> dict:
-    """Run the sweep flow with a progress display and Ctrl-C handling, and return its
-    report (`flows.sweep.run_sweep`'s keyword `options`). Without a configured Prefect
-    API, a temporary one is started first, while Prefect and the flow are imported."""
+def _run_sweep(spec: str, settings) -> dict:
+    """Run the sweep flow with `settings` (a `RunSettings`), a progress display and
+    Ctrl-C handling, and return its report (`flows.sweep.run_sweep`). Without a
+    configured Prefect API, a temporary one is started first, while Prefect and the flow
+    are imported."""
     from puzzlesweep.flows.api import TemporaryAPI, configured_api
     from puzzlesweep.flows.control import Control
 
@@ -144,7 +136,7 @@ def _run_sweep(spec: str, catalog_path: str, options: dict) -> dict:
 
         quiet_dask()
         with progress_display(control):
-            return run_sweep(spec, catalog_path, api=api, control=control, **options)
+            return run_sweep(spec, settings, api=api, control=control)
 
 
 def _print_run(catalog_path: str, plan, report: dict) -> None:
