@@ -181,10 +181,10 @@ def write_batches(catalog: CatalogLike, batches: Sequence[BatchRows]) -> list[st
     ]
     table = pa.concat_tables(tables, promote_options="default")
     keys = [row["params_key"] for b in todo for row in b.rows]
-    written = [b.app_id for b in todo if b.app_id is not None]
-    if not append(location, RESULTS, table, written, keys, partition_by=["family"]):
+    app_ids = [b.app_id for b in todo if b.app_id is not None]
+    if not append(location, RESULTS, table, app_ids, keys, partition_by=["family"]):
         return write_batches(catalog, todo)  # another writer took some of them meanwhile
-    return written
+    return app_ids
 
 
 def write_batch(
@@ -233,6 +233,7 @@ from puzzlesweep.catalog.runs import (  # noqa: E402
     read_run,
     refuse_if_busy,
     write_run,
+    written,
 )
 
 __all__ = [
@@ -282,5 +283,6 @@ __all__ = [
     "versions",
     "write_batch",
     "write_batches",
+    "written",
     "write_run",
 ]

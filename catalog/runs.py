@@ -15,6 +15,7 @@ import os
 import socket
 import threading
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -22,8 +23,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from puzzlesweep.catalog.schema import RUN_SCHEMA, SCHEMA_VERSION
-from puzzlesweep.catalog.store import RUNS, commits, locate, open_table, replace
+from puzzlesweep.catalog.schema import RUN_SCHEMA, SCHEMA_VERSION, STATUSES
+from puzzlesweep.catalog.store import RESULTS, RUNS, commits, locate, open_table, replace
 
 HEARTBEAT_SECONDS = 20.0
 #: The `sweep` of the rows that maintenance commands (compact, repair) write in `runs`
@@ -102,9 +103,27 @@ def live_runs(catalog, sweep: str) -> list[dict]:
         ),
     )
     for row in [row for row in rows if _dead_here(row)]:
-        write_run(catalog, {**row, "state": "lost"})
+        write_run(catalog, {**row, **written(catalog, row["run_id"]), "state": "lost"})
         rows.remove(row)
     return sorted(rows, key=lambda row: (row["started_at"], row["run_id"]))
+
+
+def written(catalog, run_id: str) -> dict[str, int]:
+    """The counts of run `run_id`'s rows in `results`: "solved" (its rows) and one per
+    status; empty when the table cannot be read (the caller keeps the counts it has)."""
+    import pyarrow.dataset as ds
+
+    try:
+        table = open_table(locate(catalog), RESULTS)
+        if table is None:
+            return {}
+        found = table.to_pyarrow_dataset().to_table(
+            columns=["status"], filter=ds.field("run_id") == run_id
+        )
+    except Exception:  # noqa: BLE001 (an unreadable catalog: the row's counts stand)
+        return {}
+    counts = Counter(found["status"].to_pylist())
+    return {**{status: counts.get(status, 0) for status in STATUSES}, "solved": found.num_rows}
 
 
 class Heartbeat:

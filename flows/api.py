@@ -283,23 +283,27 @@ if __name__ == "__main__":
 
 
 @contextmanager
-def prefect_api(api: TemporaryAPI | None = None) -> Iterator[str]:
-    """Use the configured Prefect API, or a temporary API server for the whole run
-    (`api`, started earlier by the caller, or a new one), and point this process and,
-    through the settings that the task runner ships with each task, every Dask worker at
-    it; otherwise each worker process would start its own (docs/architecture.md).
-    A temporary API has no UI URL (`url_for` gives None): nothing links to it. Stops
-    the temporary server on exit (also `api` when an API is configured), once the
-    log lines queued for it are sent. Yields the API URL. Raises flows.api.APIError when
-    the temporary API does not start."""
+def prefect_api(api: TemporaryAPI | None = None, keep: bool = False) -> Iterator[str]:
+    """Use the configured Prefect API, the API of the flow run this code already runs
+    in (a sweep inside a user's flow is its subflow), or a temporary API server for the
+    whole run (`api`, started earlier by the caller, or a new one), and point this
+    process at it. A temporary API has no UI URL (`url_for` gives None): nothing links
+    to it. Stops the temporary server on exit unless `keep` (a server shared by the
+    calls of one process, `shared_api`), once the log lines queued for it are sent.
+    Yields the API URL. Raises flows.api.APIError when the temporary API does not
+    start."""
+    from prefect.client.orchestration import get_client
+    from prefect.context import FlowRunContext
     from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL, temporary_settings
 
-    if configured := configured_api():
-        if api is not None:
+    configured = configured_api()
+    if configured or FlowRunContext.get() is not None:
+        if api is not None and not keep:
             api.stop()
-        yield configured
+        yield configured or str(get_client().api_url)
         return
-    with api or TemporaryAPI() as server:
+    server = api or TemporaryAPI()
+    try:
         url = server.url()
         if url is None:  # its settings name an API that this process's settings do not
             raise RuntimeError("Prefect's settings differ between this process and its child")
@@ -311,6 +315,29 @@ def prefect_api(api: TemporaryAPI | None = None) -> Iterator[str]:
                 from prefect.logging.handlers import APILogWorker
 
                 APILogWorker.drain_all(timeout=5)
+    finally:
+        if not keep:
+            server.stop()
+
+
+_shared: list[TemporaryAPI] = []  # the one temporary API of `shared_api`, once started
+
+
+def shared_api() -> TemporaryAPI | None:
+    """One temporary Prefect API for every sweep this process runs (a notebook's calls
+    of `puzzlesweep.sweep()`: each would otherwise wait 5-20 s for its own), started at
+    the first call and stopped when the process exits; None when an API is configured
+    or a flow run is already running here."""
+    from prefect.context import FlowRunContext
+
+    if configured_api() or FlowRunContext.get() is not None:
+        return None
+    if not _shared or _shared[0].process.poll() is not None:
+        import atexit
+
+        _shared[:] = [TemporaryAPI()]
+        atexit.register(_shared[0].stop)
+    return _shared[0]
 
 
 def forget_old_api_clients(timeout: float = 5.0) -> int:

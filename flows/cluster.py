@@ -277,10 +277,22 @@ def ready_forkserver() -> None:
 
 def _start_deaf_to_ctrl_c(factory: Callable, **kwargs):
     """`factory(**kwargs)` with its worker processes forked from the fork server of
-    `ready_forkserver`."""
+    `ready_forkserver`. Raises BadInput when the workers fail to start because the
+    script that runs the sweep starts it again in each of them (no `__main__` guard)."""
+    import sys
+
     ready_forkserver()
     dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
-    return factory(**kwargs)
+    try:
+        return factory(**kwargs)
+    except RuntimeError as exc:
+        script = getattr(sys.modules.get("__main__"), "__file__", None)
+        if script is None or "failed to start" not in str(exc):
+            raise
+        raise BadInput(
+            f"the local Dask workers failed to start ({exc}): each imports {script}, so "
+            'a script that runs a sweep must call it under `if __name__ == "__main__":`'
+        ) from None
 
 
 def probe_scheduler(address: str, timeout: float = 10.0) -> str:
@@ -339,6 +351,20 @@ def on_every_part(client, function: Callable, calls: list[tuple]) -> list:
     gathered in order; a part's error re-raises here. Dask reruns a part lost with its
     worker, so `function` must be safe to run twice."""
     return client.gather([client.submit(function, *args, pure=False) for args in calls])
+
+
+def enclosing_scheduler() -> str | None:
+    """The scheduler of the Dask task runner of the flow run this code runs in (a user's
+    `@flow(task_runner=DaskTaskRunner(...))`), so that a sweep inside it uses that
+    cluster rather than starting a second; None elsewhere."""
+    from prefect.context import FlowRunContext
+    from prefect_dask import DaskTaskRunner
+
+    context = FlowRunContext.get()
+    runner = context.task_runner if context is not None else None
+    if not isinstance(runner, DaskTaskRunner):
+        return None
+    return runner.client.scheduler.address
 
 
 def dask_runner(scheduler: str):

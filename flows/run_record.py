@@ -132,7 +132,7 @@ class RunRecord:
             ended = {"state": state, "finished_at": datetime.now(UTC), "seconds_left": None}
             _release(self._reserve)  # the space kept for this very write
             try:
-                counts = written(self.catalog_path, self.run_id)
+                counts = catalog.written(self.catalog_path, self.run_id)
                 catalog.write_run(self.catalog_path, {**self.row(), **counts, **ended})
             except Exception as exc:  # noqa: BLE001 (said in one line)
                 why = disk_full(exc, self.catalog_path) or first_line(exc)
@@ -259,27 +259,11 @@ def plan_run(
     return plan, [job for job in plan.jobs if job.done_key not in done]
 
 
-def written(catalog_path: str, run_id: str) -> dict:
-    """The counts of run `run_id` as its rows in `results` tell them: `solved` (rows
-    written) and one count per status; empty when the catalog cannot be read (the caller
-    keeps the counts it has)."""
-    try:
-        _, rows = catalog.query(
-            catalog_path,
-            "SELECT status, count(*) FROM results WHERE run_id = ? GROUP BY 1",
-            [run_id],
-        )
-    except Exception:  # noqa: BLE001 (an unreadable catalog: the reports' counts stand)
-        return {}
-    counts = Counter(dict(rows))
-    return {**status_counts(counts), "solved": sum(counts.values())}
-
-
 def settle(catalog_path: str, run_id: str) -> None:
     """Count run `run_id`'s rows again and rewrite its row in `runs` if a batch
     committed after the flow counted them."""
     row = catalog.read_run(catalog_path, run_id)
-    counts = written(catalog_path, run_id)
+    counts = catalog.written(catalog_path, run_id)
     if row is not None and counts and counts["solved"] != row["solved"]:
         catalog.write_run(catalog_path, {**row, **counts})
 

@@ -31,7 +31,13 @@ from prefect.states import Cancelled, Failed
 
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows import run_record
-from puzzlesweep.flows.cluster import configured_api, connect, prefect_api
+from puzzlesweep.flows.cluster import (
+    configured_api,
+    connect,
+    enclosing_scheduler,
+    prefect_api,
+    quiet_dask,
+)
 from puzzlesweep.flows.control import CALLER, Caller, Control
 from puzzlesweep.flows.faults import RunStopped
 from puzzlesweep.flows.flight import solve_batches
@@ -84,6 +90,7 @@ def sweep(
     """
     caller = CALLER.get() or Caller(Control())
     control = caller.control
+    quiet_dask()  # a deployment's worker prints the run's lines, not Dask's INFO lines
     control.on_flow_start()
     control.cancel_flow_run = functools.partial(_cancel_in_prefect, _flow_run_id())
     try:  # a stop at any moment after the claim ends the row it wrote
@@ -98,6 +105,7 @@ def sweep(
             connect(settings.address, settings.connect_timeout).close()
         run = run_record.start(spec, settings, control)
         _name_flow_run(run, control)
+        _crash_lost_flow_runs(run)
         report = _solve_run(run, control, settings, caller.early)
     except BaseException as exc:
         return _ended_by(exc, control)
@@ -139,6 +147,7 @@ def _outcome(run, report: dict, control: Control) -> Any:
         )
         return Failed(message=str(control.error))
     report["flow_run_id"] = str(_flow_run_id())
+    report["query"] = f"SELECT * FROM results WHERE run_id = '{run.run_id}'"
     control.report = report
     errors = report["counts"].get("error", 0)
     if report["failed"] or errors:
@@ -176,6 +185,32 @@ def _cancel_in_prefect(flow_run_id) -> None:
     message = "interrupted (Ctrl-C or SIGTERM); what was written is kept"
     with suppress(Exception), get_client(sync_client=True) as client:
         client.set_flow_run_state(flow_run_id, Cancelled(message=message), force=True)
+
+
+def _crash_lost_flow_runs(run, most: int = 20) -> None:
+    """Set to Crashed, on a configured Prefect server, the flow runs of the last `most`
+    runs of this sweep that the catalog finds `lost` (killed without ending their flow
+    run, which Prefect would show Running for good). Never raises."""
+    from prefect.client.orchestration import get_client
+    from prefect.states import Crashed
+
+    from puzzlesweep import catalog
+
+    if not configured_api():
+        return  # a temporary API ended with the run that started it
+    with suppress(Exception), get_client(sync_client=True) as client:
+        _, rows = catalog.query(
+            run.catalog_path,
+            "SELECT run_id, flow_run_url FROM runs WHERE sweep = ? AND state = 'lost' "
+            "AND flow_run_url IS NOT NULL ORDER BY started_at DESC LIMIT ?",
+            [run.plan.name, most],
+        )
+        for run_id, url in rows:
+            flow_run_id = url.rstrip("/").rsplit("/", 1)[-1]
+            state = client.read_flow_run(flow_run_id).state
+            if state is not None and not state.is_final():
+                message = f"run {run_id} was found lost: its process ended without a word"
+                client.set_flow_run_state(flow_run_id, Crashed(message=message), force=True)
 
 
 def _name_flow_run(run, control: Control) -> None:
@@ -239,25 +274,30 @@ def run_sweep(
     settings: RunSettings | None = None,
     api=None,
     control: Control | None = None,
+    keep_api: bool = False,
 ) -> dict:
     """Run the `sweep` flow in this process with `settings` and return its report.
     The spec is read first (BadInput before anything starts); a cluster started here
-    starts in a thread while the Prefect API does. Without a configured Prefect API
-    (`PREFECT_API_URL`), a temporary one (`api`, when the caller started it early, else
-    a new one) serves the run and stops after it. `control`: the caller's stop requests,
-    progress listeners and announce channel. Raises as `sweep` does; KeyboardInterrupt
-    when the run was interrupted. A run that ends Failed (instances in error, batches
-    failed) returns its report."""
+    starts in a thread while the Prefect API does. Inside a user's flow whose task
+    runner is Dask's, the sweep is its subflow and runs on that flow's cluster. Without
+    a configured Prefect API (`PREFECT_API_URL`), a temporary one (`api`, when the
+    caller started it early, else a new one) serves the run and stops after it unless
+    `keep_api`. `control`: the caller's stop requests, progress listeners and announce
+    channel. Raises as `sweep` does; KeyboardInterrupt when the run was interrupted. A
+    run that ends Failed (instances in error, batches failed) returns its report."""
     settings = settings or RunSettings()
     control = control or Control()
     if isinstance(spec, str) and "\n" not in spec and "://" not in spec:
         spec = str(Path(spec).resolve())  # the flow run's parameter names the file read
     plan = run_record.read_spec(spec, settings.max_instances)
+    if settings.backend == "dask" and not settings.address and settings.workers is None:
+        if scheduler := enclosing_scheduler():
+            settings = settings.model_copy(update={"address": scheduler})
     local = settings.backend == "dask" and not settings.address
     early = EarlyStart(settings, len(plan.jobs)) if local else None
     token = CALLER.set(Caller(control, early))
     try:
-        with prefect_api(api):
+        with prefect_api(api, keep=keep_api):
             state = sweep(spec, **settings.model_dump(), return_state=True)
     finally:
         CALLER.reset(token)
