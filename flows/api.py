@@ -181,7 +181,7 @@ def configured_api() -> str | None:
 def serve() -> None:
     """The child: say `configured` and exit when Prefect's settings name an API, else
     serve the ephemeral API on a free port of 127.0.0.1 (said as `port N`)."""
-    from puzzlesweep.flows.isolate import _die_with_parent
+    from puzzlesweep.isolate import _die_with_parent
 
     _die_with_parent()
     if configured_api():

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from puzzlesweep import __version__, catalog
 from puzzlesweep.flows.batches import Batch
 from puzzlesweep.flows.cluster import batch_children, report_to, worker_identity
-from puzzlesweep.flows.isolate import Children
+from puzzlesweep.isolate import Children
 from puzzlesweep.solve import empty_row, solve_classes
 
 

@@ -1,16 +1,11 @@
-"""Dask's one home in the package: every import of dask, distributed and prefect_dask is
-here, so a newcomer finds in one module what the package asks of Dask.
+"""Dask's one home in the package: every import of dask, distributed and prefect_dask.
 
-`started_cluster` starts (or connects to) the cluster of a sweep and yields its
-`DaskPool`: each batch is one plain Dask future named after it
-(`domination-batch-0003-<token>`), never a Prefect task run. `dask_cluster` connects to
-a scheduler or starts a `LocalCluster`; `dask_runner` is the Prefect task runner that
-`prove` still uses; `probe_scheduler` and `connect` check an address; `api_and_cluster`
-starts a cluster under `flows.api.prefect_api`; `PuzzleWorker` (the worker plugin,
-owner of the worker's solver processes), `worker_identity`, `report_to` and
-`warm_worker` run on the workers; `on_every_part` runs parts as plain futures;
-`quiet_dask` keeps Dask's INFO lines off a terminal. The validated settings that choose
-between Dask and threads are `settings.RunSettings`. No puzzle logic here.
+`started_cluster` yields a sweep's cluster with its `DaskPool` (each batch one plain
+future named after it, `domination-batch-0003-<token>`) and `Events` hears its workers;
+`dask_cluster` connects to a scheduler or starts a `LocalCluster`; `dask_runner` is the
+Prefect task runner of `prove`; `probe_scheduler` and `connect` check an address;
+`PuzzleWorker` (owner of a worker's solver processes), `worker_identity`, `report_to`
+and `warm_worker` run on the workers. No puzzle logic here.
 """
 
 import asyncio
@@ -32,16 +27,15 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows.api import TemporaryAPI, configured_api, prefect_api
-from puzzlesweep.flows.isolate import Children
 from puzzlesweep.flows.probes import answers, check_address, tcp_connect
+from puzzlesweep.isolate import Children
 
 __all__ = ["configured_api"]  # re-exported: the runs ask this module for their API
 
 
 def worker_identity() -> tuple[str, int | None]:
-    """(this worker's name, its memory limit per thread in bytes or None): the name a
-    Dask worker was given (`dask worker --name`) or else its address, and
-    `memory_limit / nthreads`; the host name outside Dask."""
+    """(this worker's name, `dask worker --name` or its address; its memory limit per
+    thread in bytes or None); (the host name, None) outside Dask."""
     try:
         worker = get_worker()
     except ValueError:  # not on a Dask worker
@@ -51,18 +45,14 @@ def worker_identity() -> tuple[str, int | None]:
     return name, (int(limit / max(1, worker.state.nthreads)) if limit else None)
 
 
-#: Seconds between a batch's progress events: finer ones cost the scheduler a message
-#: per instance and change no estimate a person reads.
-REPORT_SECONDS = 1.0
+REPORT_SECONDS = 1.0  # between a batch's progress events (not one message per instance)
 
 
 def report_to(topic: str | None, number: int) -> Callable[[int], None] | None:
-    """On a Dask worker, with a `topic`: a function that reports `n` more finished
-    instances of batch `number` as the event ("done", number, n) under `topic` (read by
-    `Events` in the run's process), at most one event per `REPORT_SECONDS` (the rest
-    are added to the next); None elsewhere. The batch's start is reported at once, as
-    ("start", number, worker), so the run counts a batch started twice (its first
-    worker was lost) as retried."""
+    """On a Dask worker, with a `topic`: report the batch's start now, as the event
+    ("start", number, worker) under `topic` (a batch started twice lost its first worker:
+    a retry), and return a function that reports `n` more finished instances as ("done",
+    number, n), at most one event per `REPORT_SECONDS`; None elsewhere."""
     if topic is None:
         return None
     try:
@@ -145,11 +135,9 @@ class Events:
 
 
 class ClosedHeartbeat(logging.Filter):
-    """Drops a Dask worker's "Failed to communicate with scheduler during heartbeat"
-    record when its cause is a closed connection (CommClosedError): at the end of a
-    run the scheduler closes while a worker's heartbeat is on its way, and the worker
-    printed a 30-line traceback into a successful run's terminal. A scheduler that is
-    really lost is noticed and named in one line by the run's `Watch`."""
+    """Drops a worker's "Failed to communicate with scheduler during heartbeat" record
+    caused by a closed connection (a 30-line traceback as a run's scheduler closes); a
+    scheduler really lost is named in one line by the run's `Watch`."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         cause = record.exc_info[1] if record.exc_info else None
@@ -169,11 +157,9 @@ def quiet_closed_heartbeats() -> None:
 
 
 def warm_worker(memory_limit: int | None = None) -> str:
-    """A plain Dask task that readies its worker for batches while the run starts: it
-    starts the thread's child solver process (the one `solve_batch` leases from the
-    worker's `PuzzleWorker`, with the same `memory_limit`), about 1-4 s per worker that
-    the first batch would otherwise wait. Returns the worker's address. Never fails: a
-    warm-up that does not happen only costs the time it saves."""
+    """A plain Dask task that starts its worker's child solver process (the one
+    `solve_batch` leases, with the same `memory_limit`) while the run starts: 1-4 s the
+    first batch would otherwise wait. Returns the worker's name. Never fails."""
     worker, worker_memory = worker_identity()
     try:
         if (children := worker_children()) is not None:
@@ -191,18 +177,13 @@ def dask_cluster(
     timeout: float = 10.0,
 ) -> Iterator[tuple[str, str | None, int]]:
     """Connect to the scheduler at `address`, or start a `LocalCluster` of `workers`
-    single-threaded worker processes (its dashboard on `dashboard_address`, or another
-    free port if that one is taken; None: none, nor port 8787) and close it afterwards.
-
-    Yields (scheduler address, dashboard URL or None, workers connected now). Raises
-    BadInput for a malformed address or a scheduler that does not answer in `timeout`
-    seconds. Workers of an existing cluster need only the installed package: tasks
-    carry handles (family, parameters, solver, limits), never code or models.
-
-    The local workers ignore SIGINT (see `_start_deaf_to_ctrl_c`), so a Ctrl-C at the
-    terminal, which reaches the whole process group, is handled by this process alone:
-    it decides what stops, and the workers end with it. Every worker, now and joining
-    later, is readied by `_ready_workers`: sweeps and proofs share this one start."""
+    single-threaded worker processes deaf to Ctrl-C (`ready_forkserver`; its dashboard
+    on `dashboard_address`, or another free port if that one is taken; None: none, nor
+    port 8787) and close it afterwards. Yields (scheduler address, dashboard URL or
+    None, workers connected now); every worker, now and joining later, is readied by
+    `_ready_workers`. Raises BadInput for a malformed address or a scheduler that does
+    not answer in `timeout` seconds. Workers need only the installed package: tasks
+    carry handles (family, parameters, solver, limits), never code or models."""
     if address:
         with connect(address, timeout) as client:
             _ready_workers(client)
@@ -233,11 +214,9 @@ def api_and_cluster(
     say: Callable[[str], None],
 ) -> Iterator[tuple[str, str | None, int]]:
     """`dask_cluster(address, workers, dashboard_address, timeout)` under the configured
-    Prefect API or a temporary one, started before the cluster so that both start at
-    once, this process pointed at it (`prefect_api`): what a run of one instance
-    (`prove`, `search`) runs under. `say(line)` is told the scheduler, its workers and
-    its dashboard. Yields what `dask_cluster` yields; raises what it and `prefect_api`
-    raise."""
+    Prefect API or a temporary one started beside it (`prefect_api`): what `prove` and
+    `search` run under. `say(line)` is told the scheduler, its workers and dashboard.
+    Yields what `dask_cluster` yields; raises what it and `prefect_api` raise."""
     api = None if configured_api() else TemporaryAPI()
     with api or nullcontext(), dask_cluster(address, workers, dashboard_address, timeout) as up:
         scheduler, dashboard, found = up
@@ -247,8 +226,8 @@ def api_and_cluster(
 
 
 def _ready_workers(client) -> None:
-    """Register `PuzzleWorker` with `client`'s scheduler (for every worker, now and
-    joining later), and have the workers forget earlier runs' Prefect API clients."""
+    """Register `PuzzleWorker` for every worker, now and joining later, and have the
+    workers forget earlier runs' Prefect API clients (`prove`'s task runs)."""
     from puzzlesweep.flows.api import forget_old_api_clients
 
     client.register_plugin(PuzzleWorker())
@@ -256,14 +235,11 @@ def _ready_workers(client) -> None:
 
 
 def ready_forkserver() -> None:
-    """In the main thread: start the multiprocessing fork server that ignores SIGINT, so
-    that the local workers forked from it ignore it too (also those a nanny restarts
-    later): a Ctrl-C at the terminal, which reaches the whole process group, is handled
-    by this process alone, which decides what stops. SIGINT is ignored here only while
-    the fork server is spawned (a fraction of a second), not during the cluster's start,
-    where a Ctrl-C was lost when the workers were spawned under an ignored SIGINT
-    instead. Elsewhere than the main thread it does nothing (the fork server then starts
-    as Python starts it)."""
+    """In the main thread (elsewhere: nothing), start the multiprocessing fork server
+    with SIGINT ignored, so that the local workers forked from it (also those a nanny
+    restarts) ignore it too: a Ctrl-C at the terminal reaches the whole process group,
+    and this process alone decides what stops. SIGINT is ignored only while the fork
+    server is spawned: a Ctrl-C during the cluster's start is not lost."""
     import multiprocessing.forkserver
     import signal
 
@@ -296,13 +272,11 @@ def _start_deaf_to_ctrl_c(factory: Callable, **kwargs):
 
 
 def probe_scheduler(address: str, timeout: float = 10.0) -> str:
-    """`address` once the Dask scheduler there has answered an identity request, the
-    whole exchange bounded by `timeout` seconds: a port that accepts a connection and
-    never answers would hold `distributed.Client` for ever. Raises BadInput naming the
-    address for a malformed one, one where nothing listens (at once: the connection is
-    refused), one where nothing answers in time, or one where what answers is not a
-    Dask scheduler. A `tls://` address is only checked for its form
-    (the probe has no certificates)."""
+    """`address` once the Dask scheduler there has answered an identity request within
+    `timeout` seconds (a port that accepts and never answers would hold a Client for
+    ever). Raises BadInput naming the address: malformed, nothing listens (at once),
+    no answer in time, or not a Dask scheduler. A `tls://` address is only checked for
+    its form (the probe has no certificates)."""
     check_address(address)
     if address.startswith("tls://"):
         return address
@@ -355,8 +329,7 @@ def on_every_part(client, function: Callable, calls: list[tuple]) -> list:
 
 def enclosing_scheduler() -> str | None:
     """The scheduler of the Dask task runner of the flow run this code runs in (a user's
-    `@flow(task_runner=DaskTaskRunner(...))`), so that a sweep inside it uses that
-    cluster rather than starting a second; None elsewhere."""
+    `@flow(task_runner=DaskTaskRunner(...))`: a sweep inside uses it); None elsewhere."""
     from prefect.context import FlowRunContext
     from prefect_dask import DaskTaskRunner
 

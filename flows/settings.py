@@ -17,8 +17,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from puzzlesweep.core import BadInput
-from puzzlesweep.flows.isolate import MIN_MEMORY, Children
 from puzzlesweep.flows.probes import check_address
+from puzzlesweep.isolate import MIN_MEMORY, Children
 
 #: Workers of a cluster started here, unless told: one per core this process may use.
 CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2

@@ -64,14 +64,10 @@ def sweep(
     connect_timeout: float = 10.0,
     backend: str = "dask",
 ) -> dict:
-    """Run a sweep into a catalog and return its report {"run_id", "sweep", "planned",
-    "skipped", "solved", "counts", "batches", "retried", "failed", "stopped",
-    "seconds", "flow_run_url", "flow_run_id", "dashboard", "catalog", "scheduler"}.
-
-    Ends `Completed` when every instance has a row and none is in `error`; `Failed` when
-    instances ended in `error` or batches failed every attempt, or with one line for bad
-    input or a lost Prefect API, Dask scheduler or catalog (what was written is kept);
-    `Cancelled` on a stop request (Ctrl-C, SIGTERM: the run's row says `interrupted`).
+    """Run a sweep into a catalog; returns its report ("run_id", "counts", "solved"...).
+    Ends `Completed` when every instance has a row and none is in `error`; `Failed` for
+    `error` rows, failed batches, bad input or a lost API, scheduler or catalog (what
+    was written is kept); `Cancelled` at Ctrl-C or SIGTERM (the row says `interrupted`).
 
     Args:
         spec: The sweep spec: a path, a URL, inline TOML text, or the TOML document as a dict.

@@ -185,7 +185,7 @@ def test_solve_holds_its_time_limit_from_the_start_of_building_the_model(tmp_pat
 
 
 def _solver_child(process: subprocess.Popen, timeout: float = 120):
-    """The solver child (`python -m puzzlesweep.flows.isolate`) of the `solve` command
+    """The solver child (`python -m puzzlesweep.isolate`) of the `solve` command
     this test started, once it exists."""
     import psutil
 
@@ -193,7 +193,7 @@ def _solver_child(process: subprocess.Popen, timeout: float = 120):
     while time.monotonic() < deadline:
         for child in psutil.Process(process.pid).children(recursive=True):
             try:
-                if "puzzlesweep.flows.isolate" in child.cmdline():
+                if "puzzlesweep.isolate" in child.cmdline():
                     return child
             except psutil.NoSuchProcess:
                 continue

@@ -16,6 +16,7 @@ import pytest
 
 from puzzlesweep import catalog
 from puzzlesweep.dashboard import make_server, serve_in_thread, state
+from puzzlesweep.flows.settings import RunSettings
 
 from .conftest import CLI, ROOT, limit_held
 
@@ -512,7 +513,8 @@ def test_the_dashboard_shows_the_estimate_the_terminal_shows(prefect_api, tmp_pa
     spec, results = tmp_path / "k.toml", tmp_path / "results"
     spec.write_text(knights("k", "1..3"))
     control = Control()
-    record = run_record.start(str(spec), str(results), control=control)
+    settings = RunSettings(catalog=str(results))
+    record = run_record.start(str(spec), settings, control=control)
     try:
         tracker = progress.Progress(
             record.run_id, "k", 3, control=control, estimate=lambda in_flight: 123.0

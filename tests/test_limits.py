@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from puzzlesweep.flows.isolate import MIN_MEMORY, Child
+from puzzlesweep.isolate import MIN_MEMORY, Child
 
 from .conftest import limit_held
 
@@ -179,7 +179,7 @@ def test_a_child_killed_near_its_memory_limit_says_so_and_a_stopped_one_is_not_a
         assert match and int(match[1]) > 0.5 * 256, row["error"]
 
         # Stopped from outside (SIGTERM): not an error row, the instance is not done.
-        from puzzlesweep.flows.isolate import Interrupted
+        from puzzlesweep.isolate import Interrupted
 
         small.start()
         threading.Timer(1.0, os.kill, (small.pid, signal.SIGTERM)).start()
@@ -274,7 +274,7 @@ def test_a_thread_keeps_its_child_across_batches_until_its_memory_limit_changes(
     # imports saved per batch); a batch under another memory limit replaces it; closing
     # the children stops the child.
     from puzzlesweep.flows.batch_task import solve_batch
-    from puzzlesweep.flows.isolate import Children
+    from puzzlesweep.isolate import Children
 
     results = []
     with Children() as children:
@@ -305,7 +305,7 @@ def test_a_dask_worker_keeps_its_child_across_batches_and_stops_it_when_it_close
 
     def solvers(worker: int) -> list[int]:
         found = psutil.Process(worker).children()
-        return sorted(p.pid for p in found if "puzzlesweep.flows.isolate" in p.cmdline())
+        return sorted(p.pid for p in found if "puzzlesweep.isolate" in p.cmdline())
 
     with (
         dask_cluster(workers=1, dashboard_address=None) as (scheduler, _, _),

@@ -17,8 +17,8 @@ from deltalake import DeltaTable
 from puzzlesweep import catalog, certificate, puzzles
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows.cluster import dask_cluster
-from puzzlesweep.flows.isolate import Children
 from puzzlesweep.flows.prove import run_prove, solve_part
+from puzzlesweep.isolate import Children
 from puzzlesweep.proof import Proof, build, solve_one, stored
 from puzzlesweep.recheck import recheck
 from puzzlesweep.solvers import Limits, highs
@@ -173,7 +173,7 @@ def test_prove_on_a_local_cluster_resumes_and_rechecks(prefect_api, tmp_path):
 
 
 def test_a_part_runs_in_its_own_solver_process_and_a_killed_one_proves_nothing(tmp_path):
-    # Parts are isolated as sweep instances are (flows/isolate.py): part 9 of the seed's
+    # Parts are isolated as sweep instances are (puzzlesweep/isolate.py): part 9 of the seed's
     # 6×7×6 box (faces 7, 7; open for minutes) has its solver process SIGKILLed (as the
     # kernel's OOM killer would) and becomes an error row that proves nothing; the next
     # part runs in a new process and proves its lower limit (a face of at most 6 stones

@@ -255,13 +255,13 @@ def parse_memory(text: str | None) -> int | None:
     '1000000000') or a size with its unit as Dask's `--memory-limit` reads it ('2GiB',
     '512MB', '1.5 GB': decimal kB/MB/GB, binary KiB/MiB/GiB; pydantic's ByteSize).
     Raises BadInput naming the option for a text that is no size, or a size below the
-    solver process's floor (`flows.isolate.MIN_MEMORY`) or above `MAX_MEMORY`."""
+    solver process's floor (`puzzlesweep.isolate.MIN_MEMORY`) or above `MAX_MEMORY`."""
     if text is None or text.lower() == "none":
         return None
     from pydantic import ByteSize, TypeAdapter
     from pydantic import ValidationError as Invalid
 
-    from puzzlesweep.flows.isolate import MIN_MEMORY, mib
+    from puzzlesweep.isolate import MIN_MEMORY, mib
 
     not_a_size = BadInput(f"--memory-limit {text!r} is not a size such as 2GiB or 512MB")
     try:
