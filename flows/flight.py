@@ -34,7 +34,7 @@ from puzzlesweep.flows.cluster import Events
 from puzzlesweep.flows.control import Control
 from puzzlesweep.flows.faults import CatalogUnwritable, disk_full, first_line, permanent
 from puzzlesweep.flows.probes import Watch
-from puzzlesweep.flows.progress import Progress, instance_words, instances_word
+from puzzlesweep.flows.progress import Progress, instance_words, instances_word, number_text
 from puzzlesweep.flows.settings import RunSettings, Started
 from puzzlesweep.flows.submit import submit_all
 
@@ -278,7 +278,7 @@ class _Flight:
                     logging.WARNING,
                     "%s: %s, objective %s, bound %s",
                     *(instance_words(batch.family, row), row["status"]),
-                    *(row.get("objective"), row.get("bound")),
+                    *(number_text(row.get("objective")), number_text(row.get("bound"))),
                 )
 
     def finish(self, began: float) -> dict:

@@ -94,6 +94,11 @@ class Progress:
         self._notify()
 
     @property
+    def percent(self) -> float:
+        """Percent of the run's instances committed (100 for a run with nothing to do)."""
+        return 100.0 * self.committed / self.total if self.total else 100.0
+
+    @property
     def done(self) -> int:
         """Instances committed (what the dashboard and the run's row count too)."""
         return self.committed
@@ -128,7 +133,7 @@ class Progress:
         now = time.perf_counter()
         if now - self._shown >= ARTIFACT_SECONDS or self.committed >= self.total:
             self._shown = now
-            update_progress_artifact(self.artifact, 100.0 * self.committed / max(self.total, 1))
+            update_progress_artifact(self.artifact, self.percent)
         return self._notify()
 
     def batch_failed(self, number: int) -> None:
@@ -138,8 +143,10 @@ class Progress:
         self._notify()
 
     def finish(self, links: dict[str, str | None]) -> None:
-        """Publish the run's table artifact: one row per status with its count, and in
-        its description each of `links` (name → URL or command) that is not None."""
+        """Bring the progress artifact up to date and publish the run's table artifact:
+        one row per status with its count, and in its description each of `links` (name
+        → URL or command) that is not None."""
+        update_progress_artifact(self.artifact, self.percent)
         rows = [{"status": s, "instances": n} for s, n in sorted(self.counts.items())]
         rows.append({"status": "all", "instances": self.committed})
         where = "".join(f"\n- {name}: {url}" for name, url in links.items() if url)
@@ -176,13 +183,13 @@ def instances_word(n: int) -> str:
     return "instance" if n == 1 else "instances"
 
 
-def _number(value) -> str:
+def number_text(value) -> str:
     """A number as people read it: integers without '.0', lists comma-joined, None as
     '-'."""
     if value is None:
         return "-"
     if isinstance(value, list | tuple):
-        return ",".join(map(_number, value))
+        return ",".join(map(number_text, value))
     if isinstance(value, float):
         return str(int(value)) if value.is_integer() else f"{value:.4g}"
     return str(value)
@@ -193,4 +200,4 @@ def instance_words(family: str, row: dict) -> str:
     (`row`: a result row, its parameters in columns or under "params")."""
     values = {**row, **(row.get("params") or {})}  # a solved row holds them in `params`
     fields = puzzles.get(family).Params.model_fields
-    return f"{family}[{' '.join(f'{k}={_number(values.get(k))}' for k in fields)}]"
+    return f"{family}[{' '.join(f'{k}={number_text(values.get(k))}' for k in fields)}]"
