@@ -8,6 +8,7 @@ takes its worker jobs with it. The fast test checks the scripts' syntax and opti
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -33,6 +34,50 @@ def test_the_scripts_parse_and_name_their_options():
     assert done.returncode == 0, done.stderr
     for option in ("--jobs", "--partition", "--account", "--memory", "--walltime", "--interface"):
         assert option in done.stdout
+
+
+#: A run that counts the SIGTERMs it gets and stops 2 s after the first, as
+#: `puzzlesweep run` stops (a second would make it exit at once).
+STOPPING_RUN = """
+import signal, sys, time
+seen = []
+signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(time.monotonic()))
+print("ready", flush=True)
+while not seen or time.monotonic() - seen[0] < 2:
+    time.sleep(0.05)
+print(f"SIGTERM seen {len(seen)} times", flush=True)
+sys.exit(143)
+"""
+
+
+def driver_waiting(forward_seconds: float) -> subprocess.Popen:
+    """sweep_on_slurm.run_until_done on STOPPING_RUN in a process group of its own,
+    once the run is ready; the run's output on stdout."""
+    code = (
+        f"import sys; sys.path.insert(0, {str(DRIVER.parent)!r}); import sweep_on_slurm as d; "
+        f"d.FORWARD_SECONDS = {forward_seconds}; "
+        f"sys.exit(d.run_until_done([sys.executable, '-c', {STOPPING_RUN!r}]))"
+    )
+    driver = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    assert "ready" in driver.stdout.readline()
+    return driver
+
+
+def test_the_driver_waits_for_the_run_to_stop_and_forwards_a_signal_only_it_got():
+    # scancel: every process of the job gets SIGTERM; the run gets exactly one.
+    driver = driver_waiting(forward_seconds=5)
+    os.killpg(driver.pid, signal.SIGTERM)
+    out, _ = driver.communicate(timeout=60)
+    assert (driver.returncode, re.findall(r"seen (\d+) times", out)) == (143, ["1"]), out
+    assert "the run ended, exit code 143" in out and "sent to it" not in out
+    # `kill DRIVER` alone: the signal reaches the run FORWARD_SECONDS later.
+    driver = driver_waiting(forward_seconds=0.5)
+    driver.send_signal(signal.SIGTERM)
+    out, _ = driver.communicate(timeout=60)
+    assert (driver.returncode, re.findall(r"seen (\d+) times", out)) == (143, ["1"]), out
+    assert "0.5 s after the signal: sent to it" in out
 
 
 #: Where SLURM and munge keep their state, keys, sockets and logs by default: a test
@@ -162,7 +207,7 @@ def test_a_sweep_submitted_with_sbatch_survives_a_cancelled_worker_job(slurm, tm
     log = driver_log(tmp_path, job)
     assert re.search(r"Prefect flow run: http://\S+/runs/flow-run/[0-9a-f-]{36}", log), log
     assert re.search(r"Dask dashboard: http://127\.0\.0\.1:\d+/status", log), log
-    assert "run " in log and "solved" in log, log[-3000:]
+    assert "sweep_on_slurm: the run ended, exit code 0" in log, log[-3000:]
     each_once_at_its_limit(results, 8)  # no instance lost with the worker, none twice
     assert run_states(results) == ["finished"]
 
@@ -174,9 +219,19 @@ def test_a_cancelled_driver_job_ends_its_run_interrupted_and_its_worker_jobs(slu
     wait_for("a first commit", lambda: rows(results) >= 1 and len(workers(slurm)) == 2, 600, 1)
     assert slurm.command("scancel", job).returncode == 0
     cancelled = time.monotonic()
-    wait_for(f"the driver and worker jobs to go: {slurm.jobs()}", lambda: not slurm.jobs(), 60, 1)
-    print(f"driver cancelled; squeue empty {time.monotonic() - cancelled:.1f} s later")
-    assert run_states(results) in (["interrupted"], ["lost"]), driver_log(tmp_path, job)[-3000:]
+    gone = lambda: not slurm.command("squeue", "--noheader", "--name=puzzlesweep").stdout  # noqa: E731
+    wait_for(f"the worker jobs to go: {slurm.jobs()}", gone, 60, 0.5)
+    workers_gone = time.monotonic() - cancelled
+    wait_for(f"the driver job to go: {slurm.jobs()}", lambda: not slurm.jobs(), 60, 0.5)
+    print(
+        f"driver cancelled; worker jobs gone {workers_gone:.1f} s later, "
+        f"squeue empty {time.monotonic() - cancelled:.1f} s later"
+    )
+    # `interrupted`, not `lost` (a row left `running`, read `lost` 90 s later): the run
+    # got one SIGTERM and its Prefect server outlived it.
+    log = driver_log(tmp_path, job)
+    assert run_states(results) == ["interrupted"], log[-3000:]
+    assert "sweep_on_slurm: the run ended, exit code 143" in log, log[-3000:]
     _, twice = catalog.query(
         results, "SELECT params_key FROM results GROUP BY 1 HAVING count(*) > 1"
     )

@@ -22,15 +22,22 @@ import argparse
 import signal
 import subprocess
 import sys
+import time
 
 #: Seconds between a stop signal and its forwarding to the run, which then stops at
 #: once: the run's own first-signal stop takes at most 7 s (`puzzlesweep run`).
 FORWARD_SECONDS = 10.0
 
 
+def say(line: str) -> None:
+    """Print `line` with the time (HH:MM:SS) to the driver's output."""
+    print(f"{time.strftime('%H:%M:%S')} sweep_on_slurm: {line}", flush=True)
+
+
 def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     """This script's options and the rest, for `puzzlesweep run`."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # No abbreviations: `--mem 2GiB` must not be taken for --memory, nor eat run's options.
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("spec", help="sweep spec (TOML)")
     parser.add_argument("--catalog", default="results", help="catalog directory (shared)")
     parser.add_argument("--jobs", type=int, default=8, help="SLURM jobs, one worker each")
@@ -50,20 +57,25 @@ def run_until_done(command: list[str]) -> int:
     noted, not acted on: the run gets it too (the terminal's process group; every
     process of a SLURM job on scancel) and stops by itself; if it is still running
     `FORWARD_SECONDS` later, the signal is sent to it."""
-    caught: list[int] = []
-    previous = {
-        sig: signal.signal(sig, lambda signum, frame: caught.append(signum))
-        for sig in (signal.SIGINT, signal.SIGTERM)
-    }
+    caught: list[tuple[int, float]] = []  # (signal, time.monotonic()) of each
+
+    def note(signum, frame) -> None:
+        say(f"{signal.Signals(signum).name}: waiting for the run to stop")
+        caught.append((signum, time.monotonic()))
+
+    previous = {sig: signal.signal(sig, note) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         run = subprocess.Popen(command)
-        while True:
+        while run.poll() is None:
             try:
-                return run.wait(timeout=FORWARD_SECONDS if caught else 1.0)
+                run.wait(timeout=1.0)
             except subprocess.TimeoutExpired:
-                if caught:
-                    run.send_signal(caught[0])
-                    return run.wait()
+                if caught and time.monotonic() - caught[0][1] >= FORWARD_SECONDS:
+                    say(f"the run goes on {FORWARD_SECONDS:g} s after the signal: sent to it")
+                    run.send_signal(caught[0][0])
+                    run.wait()
+        say(f"the run ended, exit code {run.returncode}")
+        return run.returncode
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
