@@ -1,6 +1,6 @@
 """The Prefect side of deploy/, run for real: a `prefect server` started with compose's own
-command, the SLURM batch script's sweep against it, and a scheduled deployment run by a
-process worker."""
+command and a scheduled deployment run by a process worker (the SLURM batch script runs
+on a real one-node SLURM in test_slurm.py)."""
 
 import json
 import os
@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
@@ -18,7 +17,7 @@ from puzzlesweep import catalog
 
 from .conftest import CLI, slow_boxes
 from .servers import BIN, Processes, free_port, wait_for
-from .test_deploy import DEPLOY, POOL, QUIET, ROOT, compose, substituted
+from .test_deploy import POOL, QUIET, ROOT, compose, substituted
 
 SPEC = """
 name = "deployed"
@@ -79,82 +78,6 @@ def prefect_server(tmp_path_factory):
         yield env, processes
     finally:
         processes.stop()  # the worker (started last) before the server
-
-
-STAND_IN = """
-\"\"\"A stand-in for dask_jobqueue (not installed here): SLURMCluster records its
-arguments and runs a LocalCluster on 127.0.0.1 whose workers are its "jobs".\"\"\"
-import json
-import os
-
-from distributed import LocalCluster
-
-
-class SLURMCluster:
-    def __init__(self, **kwargs):
-        with open(os.environ["SLURM_STAND_IN_RECORD"], "w") as record:
-            json.dump(kwargs, record)
-        self.cluster = LocalCluster(
-            n_workers=0, threads_per_worker=1, host="127.0.0.1", dashboard_address="127.0.0.1:0"
-        )
-        self.scheduler_address = self.cluster.scheduler_address
-        self.dashboard_link = self.cluster.dashboard_link
-
-    def scale(self, jobs):
-        self.cluster.scale(jobs)
-
-    def job_script(self):
-        return "#!/usr/bin/env bash (stand-in: no SLURM here)"
-
-    def close(self):
-        self.cluster.close()
-"""
-
-
-@pytest.mark.slow
-def test_slurm_batch_script_runs_its_sweep(prefect_server, tmp_path):
-    env, _ = prefect_server
-    script = DEPLOY / "slurm" / "sweep.sbatch"
-    text = script.read_text()
-    assert text.startswith("#!/bin/bash") and "#SBATCH" in text
-    assert subprocess.run(["bash", "-n", script]).returncode == 0
-    stand_in = tmp_path / "stand-in"
-    stand_in.mkdir()
-    (stand_in / "dask_jobqueue.py").write_text(STAND_IN)
-    spec, results, record = tmp_path / "deployed.toml", tmp_path / "results", tmp_path / "kw.json"
-    spec.write_text(SPEC)
-    # As `sbatch` would run it on the first node: from the checkout, with a Prefect API
-    # already set (so it starts no server of its own), one worker job.
-    done = subprocess.run(
-        ["bash", script, str(spec), str(results)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=300,
-        env={
-            **env,
-            "PUZZLESWEEP_HOME": str(ROOT),
-            "JOBS": "1",
-            "PYTHONPATH": str(stand_in),
-            "SLURM_STAND_IN_RECORD": str(record),
-        },
-    )
-    assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    assert "solved 4" in done.stdout, done.stdout
-    arguments = json.loads(record.read_text())
-    # One single-threaded worker per job, run by this very environment's Python.
-    assert (arguments["cores"], arguments["processes"]) == (1, 1)
-    assert arguments["worker_extra_args"] == ["--nthreads", "1"]
-    assert Path(arguments["python"]).parent == ROOT / ".venv" / "bin"
-    _, rows = catalog.query(results, "SELECT rows, objective FROM results ORDER BY rows")
-    assert rows == KNIGHTS
-    # The script's own help works without dask-jobqueue (it is imported after parsing).
-    done = subprocess.run(
-        [sys.executable, DEPLOY / "slurm" / "sweep_on_slurm.py", "--help"],
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0 and "--jobs" in done.stdout, done.stderr
 
 
 def test_scheduled_deployment_runs_on_a_process_worker(prefect_server, tmp_path):
