@@ -189,7 +189,7 @@ def dask_cluster(
             _ready_workers(client)
             found = len(client.scheduler_info(n_workers=-1).get("workers", {}))
             link = client.dashboard_link
-            yield address, link if link and answers(link) else None, found
+            yield address, link if link and answers(link, timeout=5.0) else None, found
         return
     with _start_deaf_to_ctrl_c(
         LocalCluster,

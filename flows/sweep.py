@@ -154,12 +154,13 @@ def _outcome(run, report: dict, control: Control) -> Any:
 
 
 def _interrupted(run, control: Control) -> None:
-    """At a stop request, before anything is torn down: this flow run is `Cancelled` in
-    Prefect at once (the caller may exit before the teardown ends) and the run's row says
-    `interrupted`; then the caller hears of it (`control.on_stopped`)."""
+    """At a stop request, before anything is torn down: the run's row says `interrupted`,
+    then this flow run is `Cancelled` in Prefect (the row first: an API that is gone
+    could hold the call until the caller's exit), then the caller hears of it
+    (`control.on_stopped`)."""
     if run.ended is None:
-        control.cancel_flow_run()
         run.end("interrupted")
+        control.cancel_flow_run()
     control.on_stopped("interrupted", None)
 
 
