@@ -224,6 +224,18 @@ def filesystem(location: Location) -> "pafs.FileSystem":
     return pafs.PyFileSystem(DeltaStorageHandler(location.uri, location.storage_options))
 
 
+def move(location: Location, paths: list[str], folder: str) -> None:
+    """Move `paths` (relative to the catalog root) under `folder` (relative too), each
+    keeping its relative path: how a repair sets files aside. Raises OSError."""
+    if not paths:
+        return
+    fs = filesystem(location)
+    for path in paths:
+        target = f"{folder}/{path}"
+        fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
+        fs.move(path, target)
+
+
 def _committed(table, app_id: str) -> bool:
     table.update_incremental()
     return table.transaction_version(app_id) is not None

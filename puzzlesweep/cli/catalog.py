@@ -123,12 +123,8 @@ def catalog_repair(location: CatalogOption = None) -> None:
             highlight=False,
         )
         return
-    if report["rebuilt"]:
-        out.print(
-            f"results rebuilt from {len(report['rebuilt'])} data files whose log was lost; "
-            f"{len(report['failed'])} stored solutions failed their re-check",
-            highlight=False,
-        )
+    if rebuilt := report["rebuilt"]:
+        _print_rebuilt(location, rebuilt, len(report["failed"]))
     for key, why in report["failed"]:
         out.print(f"re-check failed: {key}: {why}", highlight=False, markup=False)
     for path in report.get("commits", []):
@@ -137,7 +133,11 @@ def catalog_repair(location: CatalogOption = None) -> None:
         out.print(f"removed {path}", highlight=False, markup=False)
     lost = report["lost"]
     if lost is None:
-        out.print("the rows lost cannot be named: the log no longer tells", highlight=False)
+        out.print(
+            "the instances lost cannot be named: the log no longer tells (`run --dry-run "
+            "SPEC` shows what a re-run would solve)",
+            highlight=False,
+        )
     elif lost:
         out.print(f"{len(lost)} instances lost (params_key): {' '.join(lost)}", highlight=False)
     if report["duplicates"]:
@@ -149,6 +149,19 @@ def catalog_repair(location: CatalogOption = None) -> None:
         f"results is now at version {report['version']}; run the sweeps again to solve "
         "what is missing",
         highlight=False,
+    )
+
+
+def _print_rebuilt(location: str, rebuilt, failed: int) -> None:
+    """The lines of `catalog repair` about a rebuild of a lost log (`rebuild.Rebuilt`)."""
+    for path, why in rebuilt.aside:
+        out.print(f"set aside {path}: {why}", highlight=False, markup=False)
+    out.print(
+        f"results rebuilt from {len(rebuilt.files)} data files whose log was lost: "
+        f"{rebuilt.rows} rows kept, {rebuilt.dropped} copies left out; {failed} stored "
+        f"solutions failed their re-check; the files read are in {location}/{rebuilt.folder}",
+        highlight=False,
+        markup=False,
     )
 
 
