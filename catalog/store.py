@@ -116,7 +116,8 @@ class Location:
 def locate(catalog: "str | Path | Location") -> Location:
     """The Location of `catalog`: a directory path, a `file://` URL, or an object-store
     URL that delta-rs opens (s3://, gs://, az://, abfss://). Raises BadInput for a path
-    that exists and is not a directory, or a URL scheme delta-rs does not know."""
+    that exists and is not a directory, a path through a symbolic link that leads
+    nowhere (`broken_link`), or a URL scheme delta-rs does not know."""
     if isinstance(catalog, Location):
         return catalog
     text = str(catalog)
@@ -126,6 +127,8 @@ def locate(catalog: "str | Path | Location") -> Location:
         path = os.path.abspath(text)
         if os.path.exists(path) and not os.path.isdir(path):
             raise BadInput(f"catalog {catalog} exists and is not a directory")
+        if why := broken_link(path):
+            raise BadInput(f"catalog {catalog}: {why}")
         return Location(path)
     scheme = text.split("://", 1)[0].lower()
     if scheme not in ("s3", "s3a", "gs", "az", "abfs", "abfss"):
@@ -133,6 +136,24 @@ def locate(catalog: "str | Path | Location") -> Location:
     options = {"conditional_put": "etag"} if scheme.startswith("s3") else {}
     options.update(OBJECT_STORE_OPTIONS)
     return Location(text.rstrip("/"), options)
+
+
+def broken_link(path: str) -> str | None:
+    """What is wrong when `path`, or the nearest of its folders that is not there, is a
+    symbolic link that leads nowhere (a dangling link, a loop of links): nothing can be
+    created through it. None otherwise."""
+    import errno
+
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        if os.path.islink(path):
+            try:
+                os.stat(path)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    return f"{path} is a loop of symbolic links"
+                return f"{path} is a symbolic link to {os.readlink(path)}, which does not exist"
+        path = os.path.dirname(path)
+    return None
 
 
 def is_table(location: Location, name: str) -> bool:
@@ -150,8 +171,9 @@ def open_table(location: Location, name: str, version: "int | str | datetime | N
     at a time (an ISO 8601 string or a datetime; naive means UTC): the last version
     committed at or before it, by the commit times `catalog history` shows
     (`versions.version_at`). None when
-    the table does not exist. Raises BadInput for a version the table does not have or
-    a time before its first commit, CatalogDamaged (naming the file) when the latest
+    the table does not exist. Raises BadInput for a table of another tool
+    (`schema.refuse_foreign`), a version the table does not have or a time before its first
+    commit, CatalogDamaged (naming the file) when the latest
     version cannot be loaded."""
     from deltalake import DeltaTable
     from deltalake.exceptions import DeltaError, TableNotFoundError
@@ -172,6 +194,9 @@ def open_table(location: Location, name: str, version: "int | str | datetime | N
                 "it aside"
             ) from None
         raise CatalogDamaged(f"catalog {location.uri}: {name} cannot be read: {reason}") from None
+    from puzzlesweep.catalog.schema import refuse_foreign
+
+    refuse_foreign(location.uri, name, table.schema().to_arrow().names)
     if version is None:
         return table
     from puzzlesweep.catalog.versions import version_at  # time travel only when asked

@@ -12,7 +12,9 @@ from rich.table import Table
 
 from puzzlesweep import catalog
 from puzzlesweep.cli.common import (
+    CELL_CHARS,
     INTEGER,
+    QUERY_ROWS,
     CatalogOption,
     app,
     catalog_app,
@@ -53,13 +55,18 @@ def catalog_query(
     as_of: AsOfOption = None,
 ) -> None:
     """Run SQL (DuckDB) over one snapshot of the catalog: `results` (every row),
-    `latest` (the latest row of each instance, solver and limits) and `runs`."""
+    `latest` (the latest row of each instance, solver and limits) and `runs`. The table
+    format shows the first 40 rows and cuts long values; csv and json print all."""
     if fmt not in ("table", "csv", "json"):
         raise fail(f"--format must be table, csv or json, not {fmt!r}")
+    from puzzlesweep.catalog.preview import preview
+
+    where = location or catalog.default_catalog()
     with catalog_errors():
-        columns, rows = catalog.query(
-            location or catalog.default_catalog(), sql, as_of=_as_of(as_of)
-        )
+        if fmt == "table":  # what a terminal can show, read in one bounded pass
+            shown = preview(where, sql, QUERY_ROWS, CELL_CHARS, as_of=_as_of(as_of))
+            return print_rows(None, shown.columns, shown.rows, total=shown.total)
+        columns, rows = catalog.query(where, sql, as_of=_as_of(as_of))
     if fmt == "csv":
         writer = csv.writer(sys.stdout)
         writer.writerow(columns)
@@ -67,8 +74,6 @@ def catalog_query(
     elif fmt == "json":
         records = [dict(zip(columns, row, strict=True)) for row in rows]
         print(json.dumps(records, default=str))
-    else:
-        print_rows(None, columns, rows)
 
 
 @catalog_app.command("summary")
