@@ -347,6 +347,26 @@ def test_an_address_that_accepts_and_never_answers_exits_2_before_any_run(tmp_pa
     assert not (tmp_path / "results").exists()  # no run row, nothing written
 
 
+def test_a_connect_timeout_that_is_not_a_finite_number_of_seconds_is_refused(tmp_path):
+    # `--connect-timeout inf` said "no Dask scheduler answered within inf s" at once
+    # (nan was refused); both, and a number beyond the hour, are refused as options.
+    from typer.testing import CliRunner
+
+    from puzzlesweep.cli import app
+
+    spec = tmp_path / "slow.toml"
+    spec.write_text(SLOW)
+    catalog = str(tmp_path / "results")
+    for value in ("inf", "1e999", "nan", "7200", "0"):
+        args = ["run", str(spec), "--catalog", catalog, "--address", "tcp://127.0.0.1:9"]
+        done = CliRunner().invoke(app, [*args, "--connect-timeout", value])
+        said = " ".join(done.output.replace("│", " ").split())  # unwrapped from its box
+        assert done.exit_code == 2, (value, said)
+        assert "Invalid value for '--connect-timeout': Input should be" in said, said
+        assert "answered within" not in said
+    assert not (tmp_path / "results").exists()
+
+
 def test_a_dashboard_address_that_cannot_be_bound_is_one_line_before_any_run_row(tmp_path):
     # 8.8.8.8 is no address of this machine: two tracebacks, exit 1 and a run row before.
     commands = run_and_prove(tmp_path)
