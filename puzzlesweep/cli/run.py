@@ -118,6 +118,9 @@ def run(
             from puzzlesweep.flows.cluster import probe_scheduler
 
             probe_scheduler(address, connect_timeout)
+        from puzzlesweep.flows.api import check_configured
+
+        check_configured()  # a PREFECT_API_URL that does not serve
     options = dict(
         backend=backend,
         address=address,
