@@ -114,6 +114,9 @@ def _read(location: Location, path: str) -> "tuple[pa.Table | None, str]":
         return None, "is not a file of results rows (a column name appears twice)"
     if missing := [name for name in NEEDED if name not in names]:
         return None, f"is not a file of results rows (no column {', '.join(missing)})"
+    types = dict(COMMON_COLUMNS)
+    if other := [n for n in NEEDED if not table.schema.field(n).type.equals(types[n])]:
+        return None, f"is not a file of results rows (column {other[0]} is no {types[other[0]]})"
     family = unquote(folder.removeprefix("family="))
     if "family" in names:
         table = table.drop_columns(["family"])

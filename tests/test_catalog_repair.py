@@ -94,11 +94,19 @@ def test_a_lost_log_with_a_truncated_file_and_stray_parquet_files_is_rebuilt(tmp
     (results / "junk.parquet").write_bytes(b"PAR1 not parquet at all")
     stray = results / "family=domination" / "data_0.parquet"
     pq.write_table(pa.table({"x": [1, 2], "y": ["a", "b"]}), stray)  # another tool's COPY
+    typed = results / "family=domination" / "typed.parquet"  # the columns, other types
+    other = pq.read_table(files[1])
+    at = other.column_names.index("time_limit")
+    pq.write_table(other.set_column(at, "time_limit", other["time_limit"].cast(pa.string())), typed)
     shutil.rmtree(results / "_delta_log")
     done = cli("catalog", "repair", "--catalog", str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stdout + done.stderr
-    relative = [str(p.relative_to(tmp_path)) for p in (truncated, results / "junk.parquet", stray)]
+    assert "typed.parquet: is not a file of results rows (column time_limit is no double)" in (
+        done.stdout
+    )
+    shown = (truncated, results / "junk.parquet", stray, typed)
+    relative = [str(p.relative_to(tmp_path)) for p in shown]
     for path in relative:
         assert f"set aside {path}: " in done.stdout, done.stdout
     assert "the instances lost cannot be named" in done.stdout
