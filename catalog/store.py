@@ -72,6 +72,11 @@ UNREACHABLE = {
         r"error sending request|tcp connect error|[Cc]onnection refused|dns error|timed out"
     ),
 }
+#: How to make a missing bucket, said with "no such bucket" (docs/catalog.md's recipe).
+MAKE_BUCKET = (
+    "make it with any S3 client (`aws s3 mb s3://{bucket}`; SeaweedFS: `echo "
+    "'s3.bucket.create -name {bucket}' | weed shell`), see docs/catalog.md"
+)
 #: Object-store client options (delta-rs's storage options) that bound how long a
 #: request to a store that stopped answering is retried: a catalog that is gone ends a
 #: run in seconds rather than after delta-rs's default of 180 s per request.
@@ -89,6 +94,9 @@ def reaching(location: "Location") -> Iterator[None]:
             raise
         for reason, pattern in UNREACHABLE.items():
             if pattern.search(str(exc)):
+                if reason == "no such bucket":
+                    bucket = location.uri.split("://", 1)[1].split("/", 1)[0]
+                    reason += f" {bucket}: {MAKE_BUCKET.format(bucket=bucket)}"
                 raise CatalogUnreachable(
                     f"catalog {location.uri} is unreachable: {reason}"
                 ) from None

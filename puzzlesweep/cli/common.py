@@ -29,8 +29,11 @@ app.add_typer(catalog_app, name="catalog")
 # Piped output gets wide lines rather than rich's default of 80 columns.
 # Text is printed as given: names and values from specs, parameters and SQL results
 # are no Rich markup (a "[/red]" raised MarkupError) nor emoji codes (":family:").
-out = Console(width=None if sys.stdout.isatty() else 160, markup=False, emoji=False)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 160, markup=False, emoji=False)
+PIPED_WIDTH = 160  # columns of output that is not a terminal (rich's default is 80)
+out = Console(width=None if sys.stdout.isatty() else PIPED_WIDTH, markup=False, emoji=False)
+err = Console(
+    stderr=True, width=None if sys.stderr.isatty() else PIPED_WIDTH, markup=False, emoji=False
+)
 
 CatalogOption = Annotated[
     str | None,
