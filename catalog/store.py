@@ -72,6 +72,11 @@ UNREACHABLE = {
         r"error sending request|tcp connect error|[Cc]onnection refused|dns error|timed out"
     ),
 }
+#: How to make a missing bucket, said with "no such bucket" (docs/catalog.md's recipe).
+MAKE_BUCKET = (
+    "make it with any S3 client (`aws s3 mb s3://{bucket}`; SeaweedFS: `echo "
+    "'s3.bucket.create -name {bucket}' | weed shell`), see docs/catalog.md"
+)
 #: Object-store client options (delta-rs's storage options) that bound how long a
 #: request to a store that stopped answering is retried: a catalog that is gone ends a
 #: run in seconds rather than after delta-rs's default of 180 s per request.
@@ -89,6 +94,9 @@ def reaching(location: "Location") -> Iterator[None]:
             raise
         for reason, pattern in UNREACHABLE.items():
             if pattern.search(str(exc)):
+                if reason == "no such bucket":
+                    bucket = location.uri.split("://", 1)[1].split("/", 1)[0]
+                    reason += f" {bucket}: {MAKE_BUCKET.format(bucket=bucket)}"
                 raise CatalogUnreachable(
                     f"catalog {location.uri} is unreachable: {reason}"
                 ) from None
@@ -116,7 +124,8 @@ class Location:
 def locate(catalog: "str | Path | Location") -> Location:
     """The Location of `catalog`: a directory path, a `file://` URL, or an object-store
     URL that delta-rs opens (s3://, gs://, az://, abfss://). Raises BadInput for a path
-    that exists and is not a directory, or a URL scheme delta-rs does not know."""
+    that exists and is not a directory, a path through a symbolic link that leads
+    nowhere (`broken_link`), or a URL scheme delta-rs does not know."""
     if isinstance(catalog, Location):
         return catalog
     text = str(catalog)
@@ -126,6 +135,8 @@ def locate(catalog: "str | Path | Location") -> Location:
         path = os.path.abspath(text)
         if os.path.exists(path) and not os.path.isdir(path):
             raise BadInput(f"catalog {catalog} exists and is not a directory")
+        if why := broken_link(path):
+            raise BadInput(f"catalog {catalog}: {why}")
         return Location(path)
     scheme = text.split("://", 1)[0].lower()
     if scheme not in ("s3", "s3a", "gs", "az", "abfs", "abfss"):
@@ -133,6 +144,24 @@ def locate(catalog: "str | Path | Location") -> Location:
     options = {"conditional_put": "etag"} if scheme.startswith("s3") else {}
     options.update(OBJECT_STORE_OPTIONS)
     return Location(text.rstrip("/"), options)
+
+
+def broken_link(path: str) -> str | None:
+    """What is wrong when `path`, or the nearest of its folders that is not there, is a
+    symbolic link that leads nowhere (a dangling link, a loop of links): nothing can be
+    created through it. None otherwise."""
+    import errno
+
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        if os.path.islink(path):
+            try:
+                os.stat(path)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    return f"{path} is a loop of symbolic links"
+                return f"{path} is a symbolic link to {os.readlink(path)}, which does not exist"
+        path = os.path.dirname(path)
+    return None
 
 
 def is_table(location: Location, name: str) -> bool:
@@ -150,8 +179,9 @@ def open_table(location: Location, name: str, version: "int | str | datetime | N
     at a time (an ISO 8601 string or a datetime; naive means UTC): the last version
     committed at or before it, by the commit times `catalog history` shows
     (`versions.version_at`). None when
-    the table does not exist. Raises BadInput for a version the table does not have or
-    a time before its first commit, CatalogDamaged (naming the file) when the latest
+    the table does not exist. Raises BadInput for a table of another tool
+    (`schema.refuse_foreign`), a version the table does not have or a time before its first
+    commit, CatalogDamaged (naming the file) when the latest
     version cannot be loaded."""
     from deltalake import DeltaTable
     from deltalake.exceptions import DeltaError, TableNotFoundError
@@ -172,6 +202,9 @@ def open_table(location: Location, name: str, version: "int | str | datetime | N
                 "it aside"
             ) from None
         raise CatalogDamaged(f"catalog {location.uri}: {name} cannot be read: {reason}") from None
+    from puzzlesweep.catalog.schema import refuse_foreign
+
+    refuse_foreign(location.uri, name, table.schema().to_arrow().names)
     if version is None:
         return table
     from puzzlesweep.catalog.versions import version_at  # time travel only when asked
@@ -222,6 +255,18 @@ def filesystem(location: Location) -> "pafs.FileSystem":
     from deltalake.fs import DeltaStorageHandler
 
     return pafs.PyFileSystem(DeltaStorageHandler(location.uri, location.storage_options))
+
+
+def move(location: Location, paths: list[str], folder: str) -> None:
+    """Move `paths` (relative to the catalog root) under `folder` (relative too), each
+    keeping its relative path: how a repair sets files aside. Raises OSError."""
+    if not paths:
+        return
+    fs = filesystem(location)
+    for path in paths:
+        target = f"{folder}/{path}"
+        fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
+        fs.move(path, target)
 
 
 def _committed(table, app_ids: Sequence[str]) -> set[str]:

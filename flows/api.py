@@ -178,6 +178,51 @@ def configured_api() -> str | None:
     return PREFECT_API_URL.value() or None
 
 
+#: Seconds a run waits for a configured API's `/health` before it refuses to start.
+CHECK_SECONDS = 5.0
+
+
+def check_configured(timeout: float = CHECK_SECONDS) -> str | None:
+    """The configured Prefect API's URL (`configured_api`) once its `/health` answers
+    200 within `timeout` seconds, or None when none is configured (a run then starts a
+    temporary one). Called before any cluster starts: a URL that does not serve ended a
+    run in a traceback after seconds, or hung it. Raises BadInput naming
+    PREFECT_API_URL and what is wrong: not an http(s) URL, nothing listens there, no
+    answer within `timeout`, an answer other than 200."""
+    import urllib.error
+    import urllib.parse
+
+    from puzzlesweep.core import BadInput
+
+    if (url := configured_api()) is None:
+        return None
+    named = f"PREFECT_API_URL {url}"
+    parts = urllib.parse.urlsplit(url)
+    try:
+        parts.port  # noqa: B018 (raises ValueError for a port that is no number)
+    except ValueError:
+        parts = parts._replace(netloc="")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BadInput(
+            f"{named} is not an http:// or https:// URL such as http://127.0.0.1:4200/api"
+        )
+    try:
+        with urllib.request.urlopen(f"{url.rstrip('/')}/health", timeout=timeout) as answer:
+            status = answer.status
+    except urllib.error.HTTPError as exc:
+        status = exc.code
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        if isinstance(reason, TimeoutError):
+            raise BadInput(f"{named}: no answer within {timeout:g} s") from None
+        if isinstance(reason, ConnectionRefusedError):
+            raise BadInput(f"{named}: nothing listens there (connection refused)") from None
+        raise BadInput(f"{named}: cannot be reached ({reason})") from None
+    if status != 200:
+        raise BadInput(f"{named}: its /health answered HTTP {status}, not a Prefect API's 200")
+    return url
+
+
 def serve() -> None:
     """The child: say `configured` and exit when Prefect's settings name an API, else
     serve the ephemeral API on a free port of 127.0.0.1 (said as `port N`)."""

@@ -4,6 +4,7 @@ process group and stopped (then killed) whatever happens."""
 import ctypes
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -177,19 +178,27 @@ class SeaweedFS:
     def __init__(self, root: Path):
         self.root = root
         self.processes = Processes(root)
+        self.env: dict[str, str] = {}
+        self._choose_ports()
+        self._served = False  # once it has served, a restart keeps its ports (its URL)
+
+    def _choose_ports(self) -> None:
+        """Free ports for every part of the server; `endpoint` and `env` follow them."""
         self.ports = {
             name: free_port()
             for name in ("master", "master.grpc", "volume", "volume.grpc", "filer")
             + ("filer.grpc", "s3", "s3.grpc")
         }
         self.endpoint = f"http://127.0.0.1:{self.ports['s3']}"
-        self.env = {
-            "AWS_ENDPOINT_URL": self.endpoint,
-            "AWS_ACCESS_KEY_ID": self.access_key,
-            "AWS_SECRET_ACCESS_KEY": self.secret_key,
-            "AWS_REGION": self.region,
-            "AWS_ALLOW_HTTP": "true",
-        }
+        self.env.update(
+            {
+                "AWS_ENDPOINT_URL": self.endpoint,
+                "AWS_ACCESS_KEY_ID": self.access_key,
+                "AWS_SECRET_ACCESS_KEY": self.secret_key,
+                "AWS_REGION": self.region,
+                "AWS_ALLOW_HTTP": "true",
+            }
+        )
 
     def command(self) -> list[str]:
         """The `weed server` command line: every port chosen here, nothing else on."""
@@ -251,16 +260,34 @@ class SeaweedFS:
             return False
         return True
 
-    def start(self, timeout: float = 90) -> "SeaweedFS":
-        """Start the server and wait until S3 answers (fails with its log otherwise)."""
-        process = self.processes.start("weed", *self.command())
-        deadline = time.monotonic() + timeout
-        while not self.answers():
-            if process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise AssertionError(f"weed server did not answer:\n{self.processes.log('weed')}")
-            time.sleep(0.5)
-        return self
+    def start(self, timeout: float = 90, attempts: int = 5) -> "SeaweedFS":
+        """Start the server and wait until S3 answers (fails with its log otherwise).
+        A port that another process took between its choice and the server's bind
+        (`bind: address already in use` in the log) is retried, `attempts` times in all:
+        with new ports and an empty data folder on a first start, with the same ones
+        (after a second) on a restart, whose clients know its URL already."""
+        for attempt in range(attempts):
+            process = self.processes.start("weed", *self.command())
+            deadline = time.monotonic() + timeout
+            while not self.answers():
+                taken = "address already in use" in self.processes.log("weed")
+                if taken or process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    if taken and attempt < attempts - 1:
+                        break
+                    raise AssertionError(
+                        f"weed server did not answer:\n{self.processes.log('weed')}"
+                    )
+                time.sleep(0.5)
+            else:
+                self._served = True
+                return self
+            if self._served:
+                time.sleep(1)
+            else:  # afresh: a master's records name the ports it was started with
+                shutil.rmtree(self.root / "data", ignore_errors=True)
+                self._choose_ports()
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def bucket(self, name: str) -> str:
         """Create bucket `name` (retrying while the filer settles); returns s3://NAME."""

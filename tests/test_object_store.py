@@ -277,7 +277,13 @@ def test_a_missing_bucket_or_wrong_keys_is_one_line_and_exit_2_before_any_cluste
     spec = _spec(tmp_path, SLOW)
     wrong_keys = {**env, "AWS_SECRET_ACCESS_KEY": "not-the-key"}
     for uri, environment, says in (
-        ("s3://no-such-bucket/catalog", env, "no such bucket"),
+        (
+            "s3://no-such-bucket/catalog",
+            env,
+            "no such bucket no-such-bucket: make it with any "
+            "S3 client (`aws s3 mb s3://no-such-bucket`; SeaweedFS: `echo 's3.bucket.create -name "
+            "no-such-bucket' | weed shell`), see docs/catalog.md",
+        ),  # fmt: skip
         (f"s3://{BUCKET}/keys", wrong_keys, "access denied"),
     ):
         done = subprocess.run(

@@ -41,8 +41,14 @@ MemoryOption = Annotated[
 RetriesOption = Annotated[
     int, typer.Option(min=0, help="Extra attempts of a batch after a transient failure")
 ]
+#: The longest wait for a scheduler that `--connect-timeout` takes: an hour (a larger
+#: one, or `inf`, would mean waiting for ever on an address that never answers).
+MAX_CONNECT_SECONDS = 3600.0
 ConnectTimeoutOption = Annotated[
-    float, typer.Option(min=0.1, help="Seconds to wait for the --address scheduler")
+    float,
+    typer.Option(
+        min=0.1, max=MAX_CONNECT_SECONDS, help="Seconds to wait for the --address scheduler"
+    ),
 ]
 AllowConcurrentOption = Annotated[
     bool, typer.Option(help="Run even while another run of this sweep writes to the catalog")
@@ -116,6 +122,9 @@ def run(
             from puzzlesweep.flows.cluster import probe_scheduler
 
             probe_scheduler(address, connect_timeout)
+        from puzzlesweep.flows.api import check_configured
+
+        check_configured()  # a PREFECT_API_URL that does not serve
     report = _run_sweep(spec, settings)
     _print_run(catalog_path, plan, report)
 

@@ -31,6 +31,7 @@ import json
 import math
 import os
 import socket
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -123,7 +124,11 @@ def _save(path: Path, array: np.ndarray) -> None:
 
 
 def _write_json(path: Path, data: dict) -> None:
-    partial = path.with_name(path.name + ".part")
+    """Write `data` to `path` atomically, through a file of this writer's own: two
+    searches of one folder that start together both write `run.json` (the same text)
+    before one of them takes the folder's lock (`folder_lock`), and a shared partial
+    file made the second rename fail ("No such file or directory")."""
+    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.part")
     partial.write_text(json.dumps(data))
     os.replace(partial, path)
 
