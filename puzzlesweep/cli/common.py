@@ -15,6 +15,7 @@ from rich.table import Table
 
 from puzzlesweep import catalog
 from puzzlesweep.core import BadInput
+from puzzlesweep.flows.settings import CORES
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -42,8 +43,9 @@ CatalogOption = Annotated[
         help="Catalog directory or URL [default: $PUZZLESWEEP_CATALOG or ./results]",
     ),
 ]
-#: The Dask options shared by `run` and `prove`; a local cluster has a worker per core.
-CORES = os.cpu_count() or 2
+#: The Dask options shared by `run` and `prove`; a local cluster has a worker per core
+#: (`CORES`: the one default of `flows.settings`).
+
 AddressOption = Annotated[
     str | None, typer.Option(help="An existing Dask scheduler, tcp://HOST:PORT")
 ]
@@ -53,9 +55,10 @@ WorkersOption = Annotated[
         min=1, help=f"Local Dask worker processes (not with --address) [default: {CORES}]"
     ),
 ]
-#: Local workers per core a run may start: a few more than cores on purpose (workers
-#: wait on solver children and the catalog), never thousands.
-WORKERS_PER_CORE = 4
+#: Local workers per core a run may start: more than cores on purpose (workers wait on
+#: solver children; 16 workers of sleeping instances on 2 cores measure fan-out), never
+#: thousands.
+WORKERS_PER_CORE = 8
 #: Memory one local worker needs at least: its Dask worker process (about 100 MB with
 #: its imports) and its solver child under the smallest memory limit (256 MiB).
 WORKER_MEMORY = 512 * 2**20
