@@ -108,7 +108,10 @@ class Study:
         as the range "a..b", other values as a list."""
         grid = {}
         for key, values in self.grid.items():
-            consecutive = len(values) > 2 and values == list(range(values[0], values[-1] + 1))
+            whole = all(type(v) is int for v in values)
+            consecutive = (
+                whole and len(values) > 2 and values == list(range(values[0], values[-1] + 1))
+            )
             grid[key] = f"{values[0]}..{values[-1]}" if consecutive else values
             grid[key] = values[0] if len(values) == 1 else grid[key]
         return {"family": self.family, "time_limit": self.time_limit, "grid": grid}
