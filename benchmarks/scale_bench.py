@@ -461,7 +461,7 @@ def figures(workload: Workload, workers: int, run: dict, read: dict, solving: fl
     n = len(workload.instances)
     if run["stopped"] is not None:
         done = read.get("done") or len({row[0] for row in read.get("rows") or []})
-        solving, n = solving * done / n, max(done, 1)
+        solving, n = solving * done / n, done
     manifest = read["manifest"] or {}
     first, last = manifest.get("started_at"), manifest.get("finished_at")
     startup = (first - run["launched"]).total_seconds() if first else None
@@ -470,6 +470,10 @@ def figures(workload: Workload, workers: int, run: dict, read: dict, solving: fl
     sampled = sum(cpu.values())
     cpu["unattributed"] = max(0.0, run["tree_cpu"] - sampled)
     whole = max(run["tree_cpu"], sampled)
+
+    def per(seconds: float) -> float | None:  # ms per instance; None when none was done
+        return round(1000 * seconds / n, 3) if n else None
+
     return {
         "workload": workload.name,
         "workers": workers,
@@ -480,27 +484,32 @@ def figures(workload: Workload, workers: int, run: dict, read: dict, solving: fl
         "shutdown_s": run["wall"] - startup - steady if steady is not None else None,
         "batches": manifest.get("batches"),
         "exit_code": run["code"],
-        "cpu_ms_per_instance": {k: round(1000 * v / n, 3) for k, v in cpu.items()},
+        "cpu_ms_per_instance": {k: per(v) for k, v in cpu.items()},
+        "cpu_s_by_kind": {k: round(v, 2) for k, v in cpu.items()},
         "cpu_s": round(whole, 2),
         "solving_cpu_s": round(solving, 2),
-        "orchestration_cpu_ms_per_instance": round(1000 * (whole - solving) / n, 3),
+        "orchestration_cpu_ms_per_instance": per(whole - solving),
         "run_rss_mib": round(run["rss"] / 2**20, 1),
     }
 
 
 def cell(workload: Workload, workers: int, work: Path, args) -> dict:
-    """One workload at one worker count: baseline, run, plain Dask. Returns its figures.
-    A run stopped by `--limit` is reported with how far it got."""
+    """One workload at one worker count: the run, the baseline, plain Dask. Returns its
+    figures; a run stopped by `--limit` is reported with how far it got, and one the CLI
+    refuses (exit 2, bad input) with its one line, and no baseline or plain Dask."""
     jobs = classes(workload)
+    run = sweep_run(workload, work, workers, args)
+    if run["code"] == 2:
+        why = run["log"].strip().splitlines()[-1]
+        return {"workload": workload.name, "workers": workers, "refused": why}
+    if run["code"] != 0 and run["stopped"] is None:
+        raise SystemExit(f"puzzlesweep run exited {run['code']}:\n{run['log']}")
     if workload.sleep_ms is not None:
         pool = {"seconds": len(jobs) * workload.sleep_ms / 1000 / workers, "cpu": 0.0}
         pool.update(answers=None, call=solve_call_cpu(jobs))
     else:
         pool = pool_run(jobs, workers)
         pool["call"] = 1000 * pool["cpu"] / len(jobs)
-    run = sweep_run(workload, work, workers, args)
-    if run["code"] != 0 and run["stopped"] is None:
-        raise SystemExit(f"puzzlesweep run exited {run['code']}:\n{run['log']}")
     read = read_run(run)
     found = check(workload, read, pool["answers"])
     shown = figures(workload, workers, run, read, pool["cpu"])
@@ -546,8 +555,14 @@ def _s(seconds: float | None, base: float | None = None) -> str:
     return f"{seconds:.1f} s" + (f" ({seconds / base:.2f}x)" if base else "")
 
 
+def _ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
 def show(shown: dict) -> str:
-    """A cell's figures as three lines of text."""
+    """A cell's figures as three lines of text (one for a refused run)."""
+    if "refused" in shown:
+        return f"{shown['workload']}, {shown['workers']} workers: refused: {shown['refused']}"
     base, plain, steady = shown["baseline_s"], shown["plain_dask_s"], shown["steady_s"]
     against = f", {steady / plain:.2f}x plain Dask" if steady and plain else ""
     times = (
@@ -561,12 +576,12 @@ def show(shown: dict) -> str:
             f"\n  run stopped after {shown['stopped_after_s']:.0f} s at: {shown['last_progress']}"
         )
         times += f"; plain Dask {shown['plain_dask_done']}"
-    cpu = ", ".join(f"{k} {v:.2f}" for k, v in shown["cpu_ms_per_instance"].items())
+    cpu = ", ".join(f"{k} {_ms(v)}" for k, v in shown["cpu_ms_per_instance"].items())
     return (
         f"{shown['workload']}, {shown['workers']} workers, {shown['instances']} instances"
         f" (load {' '.join(map(str, shown['load']))})\n{times}\n"
         f"  CPU ms per instance: {cpu}; orchestration"
-        f" {shown['orchestration_cpu_ms_per_instance']:.2f} ms (whole tree {shown['cpu_s']} s,"
+        f" {_ms(shown['orchestration_cpu_ms_per_instance'])} ms (whole tree {shown['cpu_s']} s,"
         f" solving {shown['solving_cpu_s']} s; one solve call in-process"
         f" {shown['solve_call_cpu_ms']} ms); run peak RSS {shown['run_rss_mib']} MiB;"
         f" rows {shown['rows']} ({shown['duplicates']} duplicates) {shown['statuses']}"
