@@ -459,7 +459,7 @@ def figures(workload: Workload, workers: int, run: dict, read: dict, solving: fl
     """The run's figures: times from the manifest, CPU per instance by kind (ms), per
     instance in the catalog when the run was stopped (its solving CPU scaled alike)."""
     n = len(workload.instances)
-    if run["stopped"] is not None:
+    if run["code"] != 0:  # stopped by the limit, or failed: per instance it committed
         done = read.get("done") or len({row[0] for row in read.get("rows") or []})
         solving, n = solving * done / n, done
     manifest = read["manifest"] or {}
@@ -495,15 +495,14 @@ def figures(workload: Workload, workers: int, run: dict, read: dict, solving: fl
 
 def cell(workload: Workload, workers: int, work: Path, args) -> dict:
     """One workload at one worker count: the run, the baseline, plain Dask. Returns its
-    figures; a run stopped by `--limit` is reported with how far it got, and one the CLI
-    refuses (exit 2, bad input) with its one line, and no baseline or plain Dask."""
+    figures; a run stopped by `--limit`, or one that fails, is reported with how far it
+    got (and its last line), one the CLI refuses (exit 2, bad input) with its one line
+    and no baseline or plain Dask."""
     jobs = classes(workload)
     run = sweep_run(workload, work, workers, args)
     if run["code"] == 2:
         why = run["log"].strip().splitlines()[-1]
         return {"workload": workload.name, "workers": workers, "refused": why}
-    if run["code"] != 0 and run["stopped"] is None:
-        raise SystemExit(f"puzzlesweep run exited {run['code']}:\n{run['log']}")
     if workload.sleep_ms is not None:
         pool = {"seconds": len(jobs) * workload.sleep_ms / 1000 / workers, "cpu": 0.0}
         pool.update(answers=None, call=solve_call_cpu(jobs))
@@ -527,6 +526,9 @@ def cell(workload: Workload, workers: int, work: Path, args) -> dict:
         "plain_dask_done": plain["done"],
         "stopped_after_s": run["stopped"],
         "last_progress": progress[-1].strip() if progress else None,
+        "failed": run["log"].strip().splitlines()[-1]
+        if run["code"] and not run["stopped"]
+        else None,
         **found,
         "load": [round(x, 2) for x in os.getloadavg()],
     }
