@@ -23,19 +23,23 @@ through the families' public protocol, `puzzles.get(...).expand` and `make_param
 - `medium`: `domination`, 5 pieces × 3 variants, rows and cols 4..9: 540 instances, 315
   classes (a transposed board is one class; the sweep solves one per class), 60 s limit.
 
-For each workload and each of `--workers`, side by side in one run:
+For each workload and each of `--workers`, side by side in one run, in this order:
 
-1. the baseline: a bare `multiprocessing.Pool(workers)` (fork) calling
+1. `puzzlesweep run SPEC --workers N` (the CLI, a new process as a user starts it, no
+   Prefect API configured, so it starts its temporary one) into a fresh catalog, stopped
+   with a Ctrl-C after `--limit` seconds when one is given; a run the CLI refuses (exit
+   2) is reported in one line and the cell ends there, a run that fails or is stopped
+   is reported with how far it got;
+2. the baseline: a bare `multiprocessing.Pool(workers)` (fork) calling
    `puzzlesweep.solve.solve_instance` once per class (build, solve, verify), timed from
    the pool's creation to its last result; for `sleep`, the ideal time instead,
-   instances × ms / workers;
-2. `puzzlesweep run SPEC --workers N` (the CLI, a new process as a user starts it, no
-   Prefect API configured, so it starts its temporary one) into a fresh catalog;
+   instances × ms / workers (and the CPU of one solve call in this process, for scale);
 3. plain Dask: a `LocalCluster` of N one-thread worker processes, warmed (each imports
    the solve path), then `client.map` of one call per batch over the same classes cut
    into as many batches as the run made (the `runs` view's `batches`), each call
    solving its batch in the worker process; timed from the map to the last result
-   (`plain_dask_s`; `plain_dask_wall_s` adds the cluster's start and close).
+   (`plain_dask_s`, None past `--limit`; `plain_dask_wall_s` adds the cluster's start
+   and close).
 
 Definitions (as benchmarks/overhead_bench.py has them): **steady state** is the run's
 manifest's `started_at` to its `finished_at` (the `runs` view: planning, every batch,
