@@ -1,7 +1,7 @@
 """Dask's one home in the package: every import of dask, distributed and prefect_dask.
 
 `started_cluster` yields a sweep's cluster with its `DaskPool` (each batch one plain
-future named after it, `domination-batch-0003-<token>`) and `Events` hears its workers;
+future named after it, `domination-batch-0003-<token>`) and `events` hears its workers;
 `dask_cluster` connects to a scheduler or starts a `LocalCluster`; `dask_runner` is the
 Prefect task runner of `prove`; `probe_scheduler` and `connect` check an address;
 `PuzzleWorker` (owner of a worker's solver processes), `worker_identity`, `report_to`
@@ -73,9 +73,8 @@ def report_to(topic: str | None, number: int) -> Callable[[int], None] | None:
 
 
 class DaskPool:
-    """Batches as plain Dask futures on `client`: `submit(key, fn, *args)` names the
-    future `key` (unique per attempt: Dask keeps a finished key's result) and never
-    caches it."""
+    """Batches as plain Dask futures on `client`, each named after its batch and unique
+    per attempt (Dask keeps a finished key's result), never cached."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
@@ -87,51 +86,40 @@ class DaskPool:
 
 @contextmanager
 def started_cluster(settings, width: int) -> Iterator:
-    """The cluster of `settings` (a `RunSettings`): the scheduler at its `address`, or
-    a LocalCluster of `width` workers started here; yields a `settings.Started` whose
-    pool submits to it, and whose workers report to `Events`. Closes what it started.
-    Raises BadInput for a scheduler that does not answer."""
+    """The cluster of `settings` (a `RunSettings`): the scheduler at its `address`, or a
+    LocalCluster of `width` workers started here; yields its `settings.Started`, closes
+    what it started. Raises BadInput for a scheduler that does not answer."""
     from puzzlesweep.flows.settings import Started
 
     cluster = dask_cluster(
         settings.address, width, settings.dashboard_address, settings.connect_timeout
     )
     with cluster as (scheduler, dashboard, found):
-        # not `with Client(...)`: that sets Dask's current client in this thread's
-        # context, and a cluster started early (`settings.EarlyStart`) closes in another
+        # not `with Client`: its context is this thread's; an EarlyStart closes in another
         client = Client(scheduler, set_as_default=False)
         try:
             workers = client.scheduler_info(n_workers=-1).get("workers", {})
-            fire_and_forget(
-                [
-                    client.submit(warm_worker, settings.memory_limit, workers=[w], pure=False)
-                    for w in workers
-                ]
-            )
+            memory = settings.memory_limit
+            warm = [client.submit(warm_worker, memory, workers=[w], pure=False) for w in workers]
+            fire_and_forget(warm)
             yield Started(scheduler, dashboard, found, DaskPool(client), None)
         finally:
             client.close()
 
 
-class Events:
-    """While open: each event the workers log under `topic` (`report_to`) is handed to
-    `handler(kind, number, value)` in the client's thread. A no-op without a pool on
-    Dask."""
-
-    def __init__(self, pool, topic: str, handler: Callable[[str, int, Any], None]) -> None:
-        self.client = getattr(pool, "client", None)
-        self.topic = topic
-        self.handler = handler
-
-    def __enter__(self) -> "Events":
-        if self.client is not None:
-            self.client.subscribe_topic(self.topic, lambda event: self.handler(*event[1]))
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.client is not None:
+@contextmanager
+def events(pool, topic: str, handler: Callable[[str, int, Any], None]) -> Iterator[None]:
+    """While the block runs, each event the workers log under `topic` (`report_to`) goes
+    to `handler(kind, number, value)` in the client's thread; nothing without Dask."""
+    client = getattr(pool, "client", None)
+    if client is not None:
+        client.subscribe_topic(topic, lambda event: handler(*event[1]))
+    try:
+        yield
+    finally:
+        if client is not None:
             with suppress(Exception):  # a lost scheduler has nothing more to say
-                self.client.unsubscribe_topic(self.topic)
+                client.unsubscribe_topic(topic)
 
 
 class ClosedHeartbeat(logging.Filter):
@@ -157,9 +145,8 @@ def quiet_closed_heartbeats() -> None:
 
 
 def warm_worker(memory_limit: int | None = None) -> str:
-    """A plain Dask task that starts its worker's child solver process (the one
-    `solve_batch` leases, with the same `memory_limit`) while the run starts: 1-4 s the
-    first batch would otherwise wait. Returns the worker's name. Never fails."""
+    """A plain Dask task that starts its worker's solver child (with `memory_limit`)
+    while the run starts: 1-4 s the first batch would wait. Never fails."""
     worker, worker_memory = worker_identity()
     try:
         if (children := worker_children()) is not None:
@@ -175,18 +162,20 @@ def dask_cluster(
     workers: int = 2,
     dashboard_address: str | None = "127.0.0.1:8787",
     timeout: float = 10.0,
+    prefect_tasks: bool = False,
 ) -> Iterator[tuple[str, str | None, int]]:
     """Connect to the scheduler at `address`, or start a `LocalCluster` of `workers`
     single-threaded worker processes deaf to Ctrl-C (`ready_forkserver`; its dashboard
     on `dashboard_address`, or another free port if that one is taken; None: none, nor
     port 8787) and close it afterwards. Yields (scheduler address, dashboard URL or
     None, workers connected now); every worker, now and joining later, is readied by
-    `_ready_workers`. Raises BadInput for a malformed address or a scheduler that does
+    `_ready_workers` (with Prefect imported first when `prefect_tasks`: `prove`'s parts
+    are task runs). Raises BadInput for a malformed address or a scheduler that does
     not answer in `timeout` seconds. Workers need only the installed package: tasks
     carry handles (family, parameters, solver, limits), never code or models."""
     if address:
         with connect(address, timeout) as client:
-            _ready_workers(client)
+            _ready_workers(client, prefect_tasks)
             found = len(client.scheduler_info(n_workers=-1).get("workers", {}))
             link = client.dashboard_link
             yield address, link if link and answers(link, timeout=5.0) else None, found
@@ -200,7 +189,7 @@ def dask_cluster(
         scheduler_kwargs=None if dashboard_address else {"dashboard_address": "127.0.0.1:0"},
     ) as cluster:
         with Client(cluster) as client:
-            _ready_workers(client)
+            _ready_workers(client, prefect_tasks)
         link = cluster.dashboard_link if dashboard_address else None
         yield cluster.scheduler_address, link, workers
 
@@ -218,19 +207,22 @@ def api_and_cluster(
     `search` run under. `say(line)` is told the scheduler, its workers and dashboard.
     Yields what `dask_cluster` yields; raises what it and `prefect_api` raise."""
     api = None if configured_api() else TemporaryAPI()
-    with api or nullcontext(), dask_cluster(address, workers, dashboard_address, timeout) as up:
+    cluster = dask_cluster(address, workers, dashboard_address, timeout, prefect_tasks=True)
+    with api or nullcontext(), cluster as up:
         scheduler, dashboard, found = up
         say(f"Dask scheduler {scheduler}, {found} workers, dashboard {dashboard or '(none)'}")
         with prefect_api(api):
             yield up
 
 
-def _ready_workers(client) -> None:
+def _ready_workers(client, prefect_tasks: bool = False) -> None:
     """Register `PuzzleWorker` for every worker, now and joining later, and have the
     workers forget earlier runs' Prefect API clients (`prove`'s task runs)."""
     from puzzlesweep.flows.api import forget_old_api_clients
 
     client.register_plugin(PuzzleWorker())
+    if prefect_tasks:
+        client.register_plugin(PrefectWorker())
     client.run(forget_old_api_clients)
 
 
@@ -309,8 +301,8 @@ async def _identity(address: str, timeout: float) -> object:
 
 
 def connect(address: str, timeout: float = 10.0):
-    """A `distributed.Client` of the scheduler at `address`. Raises BadInput for a
-    malformed address or one where no scheduler answers within `timeout` seconds."""
+    """A `distributed.Client` of the scheduler at `address`. Raises BadInput for a bad
+    address or one where no scheduler answers within `timeout` seconds."""
     check_address(address)
     try:
         return Client(address, timeout=timeout)
@@ -322,8 +314,7 @@ def connect(address: str, timeout: float = 10.0):
 
 def on_every_part(client, function: Callable, calls: list[tuple]) -> list:
     """`function(*args)` for each of `calls` as Dask futures on `client` (not cached),
-    gathered in order; a part's error re-raises here. Dask reruns a part lost with its
-    worker, so `function` must be safe to run twice."""
+    gathered in order (an error re-raises here); `function` must be safe to run twice."""
     return client.gather([client.submit(function, *args, pure=False) for args in calls])
 
 
@@ -333,11 +324,8 @@ def enclosing_scheduler() -> str | None:
     from prefect.context import FlowRunContext
     from prefect_dask import DaskTaskRunner
 
-    context = FlowRunContext.get()
-    runner = context.task_runner if context is not None else None
-    if not isinstance(runner, DaskTaskRunner):
-        return None
-    return runner.client.scheduler.address
+    runner = getattr(FlowRunContext.get(), "task_runner", None)
+    return runner.client.scheduler.address if isinstance(runner, DaskTaskRunner) else None
 
 
 def dask_runner(scheduler: str):
@@ -348,8 +336,8 @@ def dask_runner(scheduler: str):
 
 
 def quiet_dask() -> None:
-    """Keep the in-process Dask scheduler's INFO lines and its 'port in use' warning off
-    the terminal; `PUZZLESWEEP_DASK_LOG_LEVEL` sets another level (default WARNING)."""
+    """Keep Dask's INFO lines and 'port in use' warning off the terminal (level WARNING,
+    or `PUZZLESWEEP_DASK_LOG_LEVEL`)."""
     level = os.environ.get("PUZZLESWEEP_DASK_LOG_LEVEL", "WARNING").upper()
     for name in list(logging.root.manager.loggerDict):
         if name == "distributed" or name.startswith("distributed."):
@@ -372,9 +360,21 @@ class PuzzleWorker(WorkerPlugin):
         quiet_closed_heartbeats()
 
     def teardown(self, worker) -> None:
-        """Stop the solver children (Dask tears plugins down before it waits for the
-        running tasks: a child in the middle of a batch stops when its batch ends)."""
+        """Stop the solver children (one in the middle of a batch stops when it ends)."""
         self.children.close()
+
+
+class PrefectWorker(WorkerPlugin):
+    """On each worker of `prove` (its parts are Prefect task runs): import Prefect's task
+    engine before any task, since two threads importing it at once deadlocked."""
+
+    name = "puzzlesweep-prefect"
+    idempotent = True
+
+    def setup(self, worker) -> None:
+        """Import it once (never fails: a task imports it again and says why)."""
+        with suppress(Exception):
+            import prefect.task_engine  # noqa: F401
 
 
 def worker_children() -> Children | None:

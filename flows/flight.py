@@ -30,7 +30,7 @@ from prefect import get_run_logger
 from puzzlesweep import catalog, puzzles
 from puzzlesweep.flows.batch_task import BatchResult, solve_batch
 from puzzlesweep.flows.batches import Batch, Planner
-from puzzlesweep.flows.cluster import Events
+from puzzlesweep.flows.cluster import events
 from puzzlesweep.flows.control import Control
 from puzzlesweep.flows.faults import CatalogUnwritable, disk_full, first_line, permanent
 from puzzlesweep.flows.probes import Watch
@@ -68,7 +68,7 @@ def solve_batches(run, control: Control, started: Started | None, settings: RunS
     flight = _Flight(run, control, started, planner, progress, settings, logger)
     scheduler = started.scheduler if started else None
     pool = started.pool if started else None
-    with Watch(scheduler, flight.lost), Events(pool, run.topic, flight.on_event):
+    with Watch(scheduler, flight.lost), events(pool, run.topic, flight.on_event):
         try:
             submit_all(
                 flight.submit_next,

@@ -233,10 +233,10 @@ def test_two_sweeps_at_once_into_one_s3_catalog(two_sweeps):
         "FROM results WHERE family = 'peg_solitaire'",
     )
     assert pegs == [(5.0, 4, [1, 5, 7, 10], 6)]
-    # every batch of both runs is one commit of its own (after the table's first)
+    # each run's writer commits its batches in groups: at most a commit per batch
     _, [(batches,)] = catalog.query(uri, "SELECT sum(batches) FROM runs")
     commits = [c for c in catalog.history(uri) if c["operation"] == "WRITE" and c["rows"]]
-    assert len(commits) == batches and sum(c["rows"] for c in commits) == 16
+    assert 2 <= len(commits) <= batches and sum(c["rows"] for c in commits) == 16
 
 
 def test_dashboard_serves_the_s3_catalog(two_sweeps):
