@@ -6,15 +6,12 @@ and read through `deltalake` (delta-rs):
     CATALOG/results/    one row per solved instance, partitioned by `family`
     CATALOG/runs/       one row per run: state, counts, heartbeat
 
-Each batch of results is one Delta commit carrying an application transaction
-(`app_id`, version 1): a writer that finds its `app_id` already committed writes
-nothing, and two attempts racing to commit the same `app_id` cannot both win (delta-rs
-rejects the second as a concurrent transaction), so a batch that Prefect retries or Dask
-re-executes is stored once. Commits of different batches retry on conflict
-(`COMMIT_RETRIES`; delta-rs's default of 15 lost 2 of 400 commits with 4 writers here,
-docs/architecture.md). The commit also records the batch's instance keys in its commit info
-(`puzzlesweep.keys`), so a data file lost to damage can be traced to the instances it
-held (`maintenance.repair`).
+A commit of results carries the application transaction (`app_id`, version 1) of each
+batch in it: a writer that finds one already committed writes nothing, and two commits
+of the same `app_id` cannot both land (delta-rs rejects the second), so a batch is stored
+once. Other conflicts retry (`COMMIT_RETRIES`; the default 15 lost 2 of 400 commits with
+4 writers here). The commit info records the instance keys (`puzzlesweep.keys`), so a
+data file lost to damage is traced to its instances (`maintenance.repair`).
 
 Object stores take the standard `AWS_*` environment variables (`AWS_ENDPOINT_URL`,
 `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ALLOW_HTTP`), which
@@ -250,8 +247,8 @@ def damaged_commits(location: Location, name: str) -> list[str]:
 
 
 def filesystem(location: Location) -> "pafs.FileSystem":
-    """A pyarrow filesystem rooted at the catalog (paths like `results/family=x/...`),
-    through delta-rs's own storage layer, so that it reaches whatever the tables do."""
+    """A pyarrow filesystem rooted at the catalog (`results/family=x/...`), through
+    delta-rs's storage layer: it reaches whatever the tables do."""
     from deltalake.fs import DeltaStorageHandler
 
     return pafs.PyFileSystem(DeltaStorageHandler(location.uri, location.storage_options))
@@ -260,9 +257,7 @@ def filesystem(location: Location) -> "pafs.FileSystem":
 def move(location: Location, paths: list[str], folder: str) -> None:
     """Move `paths` (relative to the catalog root) under `folder` (relative too), each
     keeping its relative path: how a repair sets files aside. Raises OSError."""
-    if not paths:
-        return
-    fs = filesystem(location)
+    fs = filesystem(location) if paths else None
     for path in paths:
         target = f"{folder}/{path}"
         fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
@@ -284,12 +279,9 @@ def append(
     partition_by: list[str] | None = None,
 ) -> bool:
     """Append `rows` to table `name` (created on first use) as one commit carrying each
-    of `app_ids` as a Delta application transaction, only if no commit carries any of
-    them yet (a group of batches is written whole or not at all; the caller drops the
-    batches already written, `committed_of`). `keys` go into the commit info (`KEYS`).
-    New columns evolve the schema by merge. Returns False when an app id was already
-    committed (nothing written), True otherwise.
-
+    of `app_ids` as a Delta application transaction, unless a commit carries one of them
+    already: then nothing is written and False returned (`committed_of` names them).
+    `keys` go into the commit info (`KEYS`); new columns evolve the schema by merge.
     Raises deltalake's CommitFailedError after `COMMIT_RETRIES` lost races, and OSError
     (PermissionError, no space...) from the storage."""
     from deltalake import CommitProperties, Transaction, write_deltalake
@@ -327,8 +319,7 @@ def append(
 
 
 def committed_of(location: Location, name: str, app_ids: Sequence[str]) -> set[str]:
-    """Those of `app_ids` that a commit of table `name` carries (none before the table
-    exists)."""
+    """Those of `app_ids` that a commit of table `name` carries (none: no table yet)."""
     table = open_table(location, name)
     return set() if table is None else _committed(table, app_ids)
 

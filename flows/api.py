@@ -14,9 +14,9 @@ the caller), exits saying `configured` when they name an API, and otherwise bind
 port on 127.0.0.1, says `port N` and serves the app there until it is stopped or the
 thread that started it ends (PR_SET_PDEATHSIG: a SIGKILLed run leaves no server). The
 caller imports Prefect and starts its cluster meanwhile, and waits for the API's
-`/health` only when the flow is about to start. `prefect_api` points this process (and
-the Dask workers, through the task runner's settings) at the configured API or at one
-such temporary API for the whole run.
+`/health` only when the flow is about to start. `prefect_api` points this process at
+the configured API or at one such temporary API for the whole run (`shared_api`: one
+for every sweep of a process).
 
 Its database is SQLite in memory (`MEMORY`, filled at start from a copy of the empty
 database that the first start leaves in the user's cache, `_template()`, so that
@@ -31,15 +31,12 @@ migrations' start-up (figures: benchmarks/README.md, "Figures behind choices in 
 code").
 
 Only Prefect's public interface is used: the settings `PREFECT_API_URL` and
-`PREFECT_UI_ENABLED`, and the app factory `create_app(ephemeral=True, final=True)` (the
-factory `prefect server start` serves; `ephemeral` turns the UI and the background
-services off, `final` lets it skip work for later apps), called by `app()` below and
-served by uvicorn; the copy of the empty database is made in a lifespan wrapped around
-Prefect's (Starlette's public `router.lifespan_context`). The private environment variables
-`PREFECT__SERVER_EPHEMERAL` and `PREFECT__SERVER_FINAL` would do the same (`create_app`
-reads them as fallbacks for those two arguments), but only the arguments are public.
-The exact Prefect version is pinned by `requirements.lock`, so a release that changes
-even the public surface arrives only with `make lock` and the test suite.
+`PREFECT_UI_ENABLED`, and the app factory `create_app(ephemeral=True, final=True)` (what
+`prefect server start` serves; `ephemeral`: no UI nor background services, `final`: no
+work for later apps), served by uvicorn; the empty database is copied in a lifespan
+wrapped around Prefect's (Starlette's public `router.lifespan_context`). The exact
+Prefect version is pinned by `requirements.lock`: a release that changes even the public
+surface arrives only with `make lock` and the test suite.
 """
 
 import os
@@ -329,14 +326,11 @@ if __name__ == "__main__":
 
 @contextmanager
 def prefect_api(api: TemporaryAPI | None = None, keep: bool = False) -> Iterator[str]:
-    """Use the configured Prefect API, the API of the flow run this code already runs
-    in (a sweep inside a user's flow is its subflow), or a temporary API server for the
-    whole run (`api`, started earlier by the caller, or a new one), and point this
-    process at it. A temporary API has no UI URL (`url_for` gives None): nothing links
-    to it. Stops the temporary server on exit unless `keep` (a server shared by the
-    calls of one process, `shared_api`), once the log lines queued for it are sent.
-    Yields the API URL. Raises flows.api.APIError when the temporary API does not
-    start."""
+    """Point this process at the configured Prefect API, the API of the flow run this
+    code runs in (a sweep inside a user's flow is its subflow), or a temporary API for
+    the run (`api`, started earlier by the caller, or a new one; no UI URL: nothing links
+    to it), stopped on exit unless `keep` (`shared_api`), once its queued log lines are
+    sent. Yields the API URL. Raises APIError when the temporary API does not start."""
     from prefect.client.orchestration import get_client
     from prefect.context import FlowRunContext
     from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL, temporary_settings
@@ -369,10 +363,9 @@ _shared: list[TemporaryAPI] = []  # the one temporary API of `shared_api`, once 
 
 
 def shared_api() -> TemporaryAPI | None:
-    """One temporary Prefect API for every sweep this process runs (a notebook's calls
-    of `puzzlesweep.sweep()`: each would otherwise wait 5-20 s for its own), started at
-    the first call and stopped when the process exits; None when an API is configured
-    or a flow run is already running here."""
+    """One temporary Prefect API for every sweep of this process (a notebook's calls
+    would each wait 5-20 s for their own), stopped at exit; None when an API is
+    configured or a flow run is running here."""
     from prefect.context import FlowRunContext
 
     if configured_api() or FlowRunContext.get() is not None:
@@ -387,13 +380,10 @@ def shared_api() -> TemporaryAPI | None:
 
 def forget_old_api_clients(timeout: float = 5.0) -> int:
     """Stop this process's Prefect client services (logs, events, concurrency slots) and
-    return how many there were. Prefect keeps each with the API client of the run that
-    started it, one per set of task tags for the slots: on a Dask worker that outlives a
-    run and its temporary API, the next run's tasks with the same tags (the same sweep)
-    asked the dead API for slots and failed every attempt, and its events went there.
-    Services started after this use their own run's API. Pending items are sent first,
-    for at most `timeout` seconds, in a thread of its own (this may run in the worker's
-    event loop)."""
+    return how many there were: each keeps the API client of the run that started it,
+    so on a Dask worker that outlived a run and its temporary API the next run's tasks
+    asked the dead API for slots and failed. Pending items are sent first, for at most
+    `timeout` seconds, in a thread of its own (this may run in the worker's loop)."""
     import sys
     import threading
 
