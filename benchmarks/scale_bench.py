@@ -92,6 +92,7 @@ from pathlib import Path
 
 import psutil
 import toml
+from overhead_bench import TINY_BOARDS  # benchmarks/ is on sys.path: scripts run from it
 
 HERE = Path(__file__).resolve().parent
 FAMILY_PROJECT = HERE / "sleep_family"
@@ -164,13 +165,7 @@ def tiny_workload() -> Workload:
     for a in range(2, 26):
         dims = [[a, b] for b in range(max(a, 5), 26)]
         studies.append(Study("no_k_in_row", {"dims": dims, "k": [5]}, 10))
-    boards = {
-        ("king", "dominating"): (12, 22),
-        ("king", "independent"): (12, 22),
-        ("bishop", "dominating"): (8, 12),
-        ("knight", "dominating"): (8, 10),
-    }
-    for (piece, variant), (most_rows, most_cols) in boards.items():
+    for (piece, variant), (most_rows, most_cols) in TINY_BOARDS.items():
         for rows in range(1, most_rows + 1):
             grid = {"piece": [piece], "variant": [variant], "rows": [rows]}
             grid["cols"] = list(range(rows, most_cols + 1))

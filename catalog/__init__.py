@@ -168,23 +168,22 @@ def write_batches(catalog: CatalogLike, batches: Sequence[BatchRows]) -> list[st
             raise ValueError("a batch needs at least one row")
         if len({row["family"] for row in batch.rows}) != 1:
             raise ValueError("every row of a batch must be of one family")
-    ids = [b.app_id for b in batches if b.app_id is not None]
-    done = committed_of(location, RESULTS, ids) if ids else set()
-    todo = [b for b in batches if b.app_id is None or b.app_id not in done]
-    if not todo:
+    if not batches:
         return []
     tables = [
         pa.Table.from_pylist(
             _flat([integral_values(row) for row in b.rows]), schema=schema(b.params_model)
         )
-        for b in todo
+        for b in batches
     ]
     table = pa.concat_tables(tables, promote_options="default")
-    keys = [row["params_key"] for b in todo for row in b.rows]
-    app_ids = [b.app_id for b in todo if b.app_id is not None]
-    if not append(location, RESULTS, table, app_ids, keys, partition_by=["family"]):
-        return write_batches(catalog, todo)  # another writer took some of them meanwhile
-    return app_ids
+    keys = [row["params_key"] for b in batches for row in b.rows]
+    app_ids = [b.app_id for b in batches if b.app_id is not None]
+    if append(location, RESULTS, table, app_ids, keys, partition_by=["family"]):
+        return app_ids
+    # a commit carries some of them already (an earlier attempt, or another writer)
+    done = committed_of(location, RESULTS, app_ids)
+    return write_batches(catalog, [b for b in batches if b.app_id not in done])
 
 
 def write_batch(
@@ -232,6 +231,7 @@ from puzzlesweep.catalog.runs import (  # noqa: E402
     live_runs,
     read_run,
     refuse_if_busy,
+    status_counts,
     write_run,
     written,
 )
@@ -277,6 +277,7 @@ __all__ = [
     "resolve",
     "schema",
     "snapshot",
+    "status_counts",
     "summary",
     "to_arrow",
     "to_pandas",

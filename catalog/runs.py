@@ -132,8 +132,12 @@ def written(catalog, run_id: str) -> dict[str, int]:
         )
     except Exception:  # noqa: BLE001 (an unreadable catalog: the row's counts stand)
         return {}
-    counts = Counter(found["status"].to_pylist())
-    return {**{status: counts.get(status, 0) for status in STATUSES}, "solved": found.num_rows}
+    return {**status_counts(Counter(found["status"].to_pylist())), "solved": found.num_rows}
+
+
+def status_counts(counts: Counter) -> dict[str, int]:
+    """One `runs` column per status (`STATUSES`), zero when absent from `counts`."""
+    return {status: counts.get(status, 0) for status in STATUSES}
 
 
 class Heartbeat:

@@ -21,11 +21,10 @@ from puzzlesweep.solve import empty_row, solve_classes
 
 @dataclass(frozen=True)
 class BatchResult:
-    """What one attempt of a batch gives back: its `number`, its `rows` (the catalog
-    rows of its instances, in order, each a dict with a `params` dict), the `worker`
-    that solved it and the wall `seconds` it took there."""
+    """What one attempt of a batch gives back: its `rows` (the catalog rows of its
+    instances, in order, each a dict with a `params` dict), the `worker` that solved it
+    and the wall `seconds` it took there."""
 
-    number: int
     rows: list[dict]
     worker: str
     seconds: float
@@ -73,4 +72,4 @@ def solve_batch(
             puzzlesweep_version=__version__,
             schema_version=catalog.SCHEMA_VERSION,
         )
-    return BatchResult(batch.number, rows, worker, time.perf_counter() - started)
+    return BatchResult(rows, worker, time.perf_counter() - started)

@@ -19,16 +19,23 @@ from puzzlesweep.flows.api import configured_api
 ADDRESS = re.compile(r"^(tcp|tls)://[^\s:/]+:\d{1,5}$")
 
 
-def answers(url: str, timeout: float = 2.0) -> bool:
-    """Does `url` answer a GET with 200 within `timeout` seconds? (A scheduler started
-    with `--no-dashboard` still names a dashboard link, which answers 404.)"""
+def reply(url: str, timeout: float = 2.0) -> bool | None:
+    """How `url` answers a GET within `timeout` seconds: True (200), False (a refused
+    connection: nothing listens), None (anything else: another status, a bad URL, no
+    answer in time on a loaded machine)."""
     import urllib.request
 
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:
             return response.status == 200
-    except (OSError, ValueError):
-        return False
+    except (OSError, ValueError) as exc:
+        return False if _refused(exc) else None
+
+
+def answers(url: str, timeout: float = 2.0) -> bool:
+    """Does `url` answer a GET with 200 within `timeout` seconds? (A scheduler started
+    with `--no-dashboard` still names a dashboard link, which answers 404.)"""
+    return reply(url, timeout) is True
 
 
 def check_address(address: str) -> str:
@@ -85,13 +92,7 @@ class Watch:
 
     def _api_answers(self) -> bool | None:
         """True: /health answers; False: refused (gone); None: too slow to say."""
-        import urllib.request
-
-        try:
-            with urllib.request.urlopen(f"{self.api}/health", timeout=2.0) as response:
-                return response.status == 200
-        except (OSError, ValueError) as exc:
-            return False if _refused(exc) else None
+        return reply(f"{self.api}/health")
 
     def _scheduler_answers(self) -> bool | None:
         """True: it accepts a connection; False: refused (gone); None: no answer yet."""

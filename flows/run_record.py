@@ -72,7 +72,7 @@ class RunRecord:
         mine = standing is not None and standing.run_id == self.run_id
         return {
             **self.manifest,
-            **status_counts(self.counts),
+            **catalog.status_counts(self.counts),
             "solved": sum(self.counts.values()),
             "batches": self.batches,
             "seconds_left": standing.seconds_left if mine else None,
@@ -266,11 +266,6 @@ def settle(catalog_path: str, run_id: str) -> None:
     counts = catalog.written(catalog_path, run_id)
     if row is not None and counts and counts["solved"] != row["solved"]:
         catalog.write_run(catalog_path, {**row, **counts})
-
-
-def status_counts(counts: Counter) -> dict[str, int]:
-    """One manifest column per status, zero when absent."""
-    return {status: counts.get(status, 0) for status in catalog.STATUSES}
 
 
 PAST_SECONDS = f"""

@@ -105,9 +105,6 @@ def sweep(
         report = _solve_run(run, control, settings, caller.early)
     except BaseException as exc:
         return _ended_by(exc, control)
-    finally:
-        if caller.early is not None:
-            caller.early.close()
     return _outcome(run, report, control)
 
 
@@ -272,21 +269,23 @@ def run_sweep(
     api=None,
     control: Control | None = None,
     keep_api: bool = False,
+    plan=None,
 ) -> dict:
     """Run the `sweep` flow in this process with `settings` and return its report.
-    The spec is read first (BadInput before anything starts); a cluster started here
-    starts in a thread while the Prefect API does. Inside a user's flow whose task
-    runner is Dask's, the sweep is its subflow and runs on that flow's cluster. Without
-    a configured Prefect API (`PREFECT_API_URL`), a temporary one (`api`, when the
-    caller started it early, else a new one) serves the run and stops after it unless
-    `keep_api`. `control`: the caller's stop requests, progress listeners and announce
-    channel. Raises as `sweep` does; KeyboardInterrupt when the run was interrupted. A
-    run that ends Failed (instances in error, batches failed) returns its report."""
+    The spec is read first (BadInput before anything starts; `plan`: its `spec.Sweep`
+    when the caller read it already); a cluster started here starts in a thread while
+    the Prefect API does. Inside a user's flow whose task runner is Dask's, the sweep is
+    its subflow and runs on that flow's cluster. Without a configured Prefect API
+    (`PREFECT_API_URL`), a temporary one (`api`, when the caller started it early, else
+    a new one) serves the run and stops after it unless `keep_api`. `control`: the
+    caller's stop requests, progress listeners and announce channel. Raises as `sweep`
+    does; KeyboardInterrupt when the run was interrupted. A run that ends Failed
+    (instances in error, batches failed) returns its report."""
     settings = settings or RunSettings()
     control = control or Control()
     if isinstance(spec, str) and "\n" not in spec and "://" not in spec:
         spec = str(Path(spec).resolve())  # the flow run's parameter names the file read
-    plan = run_record.read_spec(spec, settings.max_instances)
+    plan = plan or run_record.read_spec(spec, settings.max_instances)
     if settings.backend == "dask" and not settings.address and settings.workers is None:
         if scheduler := enclosing_scheduler():
             settings = settings.model_copy(update={"address": scheduler})

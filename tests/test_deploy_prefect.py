@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -227,21 +228,20 @@ def test_a_sweep_with_an_error_row_is_failed_with_its_error_line(prefect_server,
     assert api_post(env, "task_runs/filter", {"flow_runs": {"id": {"any_": [run["id"]]}}}) == []
 
 
-def test_ctrl_c_leaves_the_flow_run_cancelled_not_running(prefect_server, tmp_path):
-    env, _ = prefect_server
-    spec, results = tmp_path / "slow.toml", tmp_path / "results"
-    spec.write_text(slow_boxes("interrupted", time_limit=3))
+def _run_until_a_row(env: dict, tmp_path: Path, name: str) -> tuple[list, subprocess.Popen]:
+    """Start `puzzlesweep run` of eight slow boxes (sweep `name`) in a session of its own,
+    its output in tmp_path/run.log, and return (its command, its process) once a first
+    row is in the catalog tmp_path/results (the process group is killed if none comes)."""
+    spec, results = tmp_path / f"{name}.toml", tmp_path / "results"
+    spec.write_text(slow_boxes(name, time_limit=3))
+    args = [*CLI, "run", str(spec), "--catalog", str(results), "--workers", "2"]
+    args += ["--batch-size", "1", "--dashboard-address", "127.0.0.1:0"]
     log = tmp_path / "run.log"
     with open(log, "w") as sink:
         process = subprocess.Popen(
-            [*CLI, "run", str(spec), "--catalog", str(results), "--workers", "2"]
-            + ["--batch-size", "1", "--dashboard-address", "127.0.0.1:0"],
-            cwd=ROOT,
-            env=env,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
+            args, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,
             start_new_session=True,
-        )
+        )  # fmt: skip
     try:
         wait_for(
             f"a first row\n{log.read_text()}",
@@ -251,6 +251,17 @@ def test_ctrl_c_leaves_the_flow_run_cancelled_not_running(prefect_server, tmp_pa
             ),
             300,
         )
+    except BaseException:
+        os.killpg(process.pid, signal.SIGKILL)
+        raise
+    return args, process
+
+
+def test_ctrl_c_leaves_the_flow_run_cancelled_not_running(prefect_server, tmp_path):
+    env, _ = prefect_server
+    results, log = tmp_path / "results", tmp_path / "run.log"
+    _, process = _run_until_a_row(env, tmp_path, "interrupted")
+    try:
         process.send_signal(signal.SIGINT)
         signalled = time.monotonic()
         assert process.wait(60) == 130, log.read_text()
@@ -274,29 +285,10 @@ def test_a_killed_run_is_crashed_in_prefect_by_the_next_run(prefect_server, tmp_
     # SIGKILL leaves nothing to end the flow run, which Prefect showed Running for good:
     # the next run of the sweep finds the run lost, sets its flow run Crashed, and
     # writes its row with the counts of the rows it committed.
-    env, _ = prefect_server
-    spec, results = tmp_path / "killed.toml", tmp_path / "results"
-    spec.write_text(slow_boxes("killed", time_limit=3))
-    args = [*CLI, "run", str(spec), "--catalog", str(results), "--workers", "2"]
-    args += ["--batch-size", "1", "--dashboard-address", "127.0.0.1:0"]
-    log = tmp_path / "run.log"
-    with open(log, "w") as sink:
-        process = subprocess.Popen(
-            args, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
-    try:
-        wait_for(
-            f"a first row\n{log.read_text()}",
-            lambda: (
-                catalog.files(results)
-                and catalog.query(results, "SELECT count(*) FROM results")[1][0][0] > 0
-            ),
-            300,
-        )
-    finally:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(30)
+    env, results = prefect_server[0], tmp_path / "results"
+    args, process = _run_until_a_row(env, tmp_path, "killed")
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(30)
     done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     killed, finished = sorted(sweep_flow_runs(env, "killed"), key=lambda r: r["start_time"])

@@ -125,15 +125,15 @@ def run(
         from puzzlesweep.flows.api import check_configured
 
         check_configured()  # a PREFECT_API_URL that does not serve
-    report = _run_sweep(spec, settings)
+    report = _run_sweep(spec, settings, plan)
     _print_run(catalog_path, plan, report)
 
 
-def _run_sweep(spec: str, settings) -> dict:
-    """Run the sweep flow with `settings` (a `RunSettings`), a progress display and
-    Ctrl-C handling, and return its report (`flows.sweep.run_sweep`). Without a
-    configured Prefect API, a temporary one is started first, while Prefect and the flow
-    are imported."""
+def _run_sweep(spec: str, settings, plan) -> dict:
+    """Run the sweep flow with `settings` (a `RunSettings`; `plan`: the spec as read
+    here), a progress display and Ctrl-C handling, and return its report
+    (`flows.sweep.run_sweep`). Without a configured Prefect API, a temporary one is
+    started first, while Prefect and the flow are imported."""
     from puzzlesweep.flows.api import TemporaryAPI, configured_api
     from puzzlesweep.flows.control import Control
 
@@ -145,7 +145,7 @@ def _run_sweep(spec: str, settings) -> dict:
 
         quiet_dask()
         with progress_display(control):
-            return run_sweep(spec, settings, api=api, control=control)
+            return run_sweep(spec, settings, api=api, control=control, plan=plan)
 
 
 def _print_run(catalog_path: str, plan, report: dict) -> None:
