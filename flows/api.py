@@ -333,29 +333,26 @@ def prefect_api(api: TemporaryAPI | None = None, keep: bool = False) -> Iterator
     sent. Yields the API URL. Raises APIError when the temporary API does not start."""
     from prefect.client.orchestration import get_client
     from prefect.context import FlowRunContext
+    from prefect.logging.handlers import APILogWorker
     from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL, temporary_settings
 
-    configured = configured_api()
-    if configured or FlowRunContext.get() is not None:
-        if api is not None and not keep:
-            api.stop()
-        yield configured or str(get_client().api_url)
-        return
-    server = api or TemporaryAPI()
+    temporary = not configured_api() and FlowRunContext.get() is None
+    if api is not None and not temporary and not keep:
+        api.stop()
+    server = (api or TemporaryAPI()) if temporary else None
     try:
-        url = server.url()
+        url = server.url() if server else configured_api() or str(get_client().api_url)
         if url is None:  # its settings name an API that this process's settings do not
             raise RuntimeError("Prefect's settings differ between this process and its child")
-        # no UI URL: a link into a temporary API is dead once the run ends
-        with temporary_settings(updates={PREFECT_API_URL: url, PREFECT_UI_URL: ""}):
+        # a temporary API has no UI URL: a link into it is dead once the run ends
+        updates = {PREFECT_API_URL: url, PREFECT_UI_URL: ""} if server else {}
+        with temporary_settings(updates=updates):
             try:
                 yield url
-            finally:  # the run's last log lines reach the API before it stops
-                from prefect.logging.handlers import APILogWorker
-
+            finally:  # the run's last log lines are in the API when it stops or is read
                 APILogWorker.drain_all(timeout=5)
     finally:
-        if not keep:
+        if server is not None and not keep:
             server.stop()
 
 
