@@ -5,6 +5,7 @@ tampered certificate is refused naming what is wrong."""
 
 import copy
 import json
+from datetime import timedelta
 from pathlib import Path
 from types import MappingProxyType
 
@@ -12,9 +13,9 @@ import pytest
 
 from puzzlesweep import certificate, puzzles
 from puzzlesweep.core import BadInput
-from puzzlesweep.proof import Proof, build
+from puzzlesweep.proof import Proof, build, combined_row, solve_one, write_row
 from puzzlesweep.puzzles import _no_k_optima as OPTIMA
-from puzzlesweep.recheck import resolve_part
+from puzzlesweep.recheck import recheck, resolve_part
 from puzzlesweep.solvers import Limits
 
 from .conftest import ROOT, cli
@@ -418,3 +419,25 @@ def test_a_field_of_the_wrong_type_is_one_line_naming_it(tmp_path, change, named
     with pytest.raises(BadInput) as error:
         certificate.load(path)
     assert f"certificate {path}: {named}" in str(error.value)
+
+
+def test_a_part_solved_with_other_cited_values_is_not_exported(tmp_path):
+    # 4×4, k = 3 (OEIS A181018: 9 kept, 7 removed) cites the 3×3 and 3×4 boards; its
+    # one part is solved and written as prove writes it, in this process
+    proof = Proof("no_k_in_row", {"dims": [4, 4], "k": 3}, "tree:.", 0, Limits(60))
+    results = str(tmp_path / "results")
+    row = solve_one(proof, 0, None, proof.limits, "r1")
+    assert write_row(results, proof, row, "0")
+    assert write_row(results, proof, combined_row(proof, {0: row}, None, "r1"), "combined")
+    document = certificate.export(results, proof)
+    assert [e["params"]["dims"] for e in document["cited"]] == [[3, 3], [3, 4]]
+    assert (document["claim"]["objective"], certificate.check(document)) == (7, [])
+    assert recheck(results, proof) == []
+    # the part solved again with another table (its row names other values)
+    handle = {**json.loads(row["subproblem"]), "cited": "0123456789abcdef"}
+    later = row["finished_at"] + timedelta(seconds=1)  # the newest row of a part counts
+    other = {**row, "subproblem": json.dumps(handle), "run_id": "r2", "finished_at": later}
+    assert write_row(results, proof, other, "0")
+    with pytest.raises(BadInput, match="part 0 \\(all\\) of attempt .* was solved with other"):
+        certificate.export(results, proof)
+    assert recheck(results, proof) == ["part 0 (all): solved with other cited values than today's"]
