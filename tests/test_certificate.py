@@ -38,6 +38,22 @@ PROVEN = [
         28,
         {"no_k_in_row-5x5-k5.json": 1},
     ),
+    # 11×12, k = 3 → 64 (68 kept): no printed term of A181019 covers it (rows 1..10),
+    # so its own proof, the whole MIP with the cuts of the boards up to 11×11
+    (
+        "no_k_in_row-11x12-k3.json",
+        {"dims": [11, 12], "k": 3},
+        64,
+        {"A181018": 9, "A181019": 44},
+    ),
+    # OEIS A181018: 12×12 keeps 74 with no three in a row, so 144 − 74 = 70 removed; one
+    # part (the whole MIP with the board staircase's 54 cuts, SCIP), 11×12 by its file
+    (
+        "no_k_in_row-12x12-k3.json",
+        {"dims": [12, 12], "k": 3},
+        70,
+        {"A181018": 9, "A181019": 44, "no_k_in_row-11x12-k3.json": 1},
+    ),
 ]
 
 
@@ -86,6 +102,17 @@ def test_the_small_links_resolve_with_their_chains(name, dims, k):
     done = cli("prove", "no_k_in_row", f"dims={dims}", f"k={k}", *args)
     assert done.returncode == 0, done.stderr
     assert "holds" in done.stdout
+
+
+@pytest.mark.slow
+def test_the_whole_chain_of_twelve_by_twelve_resolves():
+    # 12×12 (70, A181018) and the 11×12 it cites (64), each part solved again by SCIP
+    # (minutes each: docs/prove.md, "The shipped certificates and their chains")
+    path = str(SHIPPED / "no_k_in_row-12x12-k3.json")
+    args = ["--check", "--resolve", "--time-limit", "3000", "--certificate", path]
+    done = cli("prove", "no_k_in_row", "dims=12,12", "k=3", *args, timeout=7200)
+    assert done.returncode == 0, done.stderr
+    assert "cited certificates checked: no_k_in_row-11x12-k3.json" in done.stdout
 
 
 def forged(dims: list[int], claimed: int, solver: str = "scip") -> dict:
