@@ -23,11 +23,15 @@ Every family module defines, in this order:
   `solution` column;
 - `render(params, solution)`: a text picture, and `picture(params, solution)`: a
   matplotlib Figure drawn as a person would draw it (`solve --picture FILE`);
-- optionally `details(params, solution)`: extra fields for the CLI's `--json`.
+- optionally `details(params, solution)`: extra fields for the CLI's `--json`;
+- optionally `cited(params)`, `model_citing(params, values)` and `published(params)`:
+  the values its model trusts (optima of other instances, with their sources), for
+  certificates (`puzzlesweep.citation`).
 
 Modules here that are not families: `hitting_set` (the minimum hitting-set core that
 `domination` and `no_k_in_row` describe themselves to: MIP, greedy start, exhaustive
-search and count, verifier, codec), `_box` (row-major box geometry and symmetries) and
+search and count, verifier, codec), `_box` (row-major box geometry and symmetries),
+`_no_k_optima` (the proven optima behind no_k_in_row's cuts, with their sources) and
 `_draw` (matplotlib plumbing).
 
 A family may also live outside this package: an entry point in the group

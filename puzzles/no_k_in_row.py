@@ -15,13 +15,12 @@ Vocabulary (cells row-major, 0-based):
   as comma-separated integers ("3,10,17").
 
 MIP: x[cell] = 1 if removed; Σ_{cell∈w} x >= 1 for every window w; minimise Σ x.
-Sub-box cuts: for every strict sub-box B whose optimum h(B) is proven (`SUBBOX_OPTIMA`),
-Σ_{cell∈B} x >= h(B), valid since B's windows are windows of the box. The LP alone is
-weak (x = 1/k everywhere gives cells/k: 50.4 on 6×7×6, 57 with the k = 5 boxes of
-`FIVE_IN_ROW`, 10×10 with k = 3: 33.3, optimum 48). Each table is a staircase: every
-entry proven by this MIP with the cuts of strictly smaller ones only, in order of size
-(benchmarks/README.md: staircase_bench.py); so SCIP proved the k = 3 boards up to
-12×12 (70 removed, 74 kept: A181018) and the k = 5 boxes up to 5×6×6 (43).
+Sub-box cuts: for every strict sub-box B whose optimum h(B) is proven (`SUBBOX_OPTIMA`,
+a staircase of proofs: `_no_k_optima`), Σ_{cell∈B} x >= h(B), valid since B's windows
+are windows of the box. The LP alone is weak (x = 1/k everywhere gives cells/k: 50.4 on
+6×7×6, 57 with the k = 5 boxes, 10×10 with k = 3: 33.3, optimum 48). A certificate
+lists the values its model trusts (`cited`, each with its source) and rebuilds the
+model from them alone (`model_citing`).
 Start: `model` hands HiGHS the best periodic removal pattern (`start_solution`: remove
 the cells with a·x ≡ c mod k, repaired greedily where a window is missed, pruned, and
 checked by `verify`): optimal at once on 2-D boards with k = 5 (6×7 → 8, 13×17 → 44),
@@ -44,15 +43,16 @@ holds a 2-D board's windows): with the slabs they leave the root LP of 6×7×6 a
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from types import MappingProxyType
 
 import numpy as np
 from pydantic import Field, field_validator
 
+from puzzlesweep.citation import Cited, Published
 from puzzlesweep.core import Params as _Params
 from puzzlesweep.puzzles import _box
+from puzzlesweep.puzzles import _no_k_optima as _optima
 from puzzlesweep.puzzles import hitting_set as hs
 from puzzlesweep.solvers.mip import MipModel
 
@@ -101,37 +101,36 @@ class Params(_Params):
         return k
 
 
-#: Proven optima of no three in a row on a×b boards, 3 <= a <= b <= 12 but 12×12 (70:
-#: certificates/no_k_in_row-12x12-k3.json), each proven by this module's own MIP with
-#: SCIP in order of area using only the cuts of strictly smaller boards, so the chain of
-#: proofs is sound (benchmarks/staircase_bench.py). The squares agree with OEIS A181018
-#: (n² minus 6, 9, 16, 20, 26, 36, 42, 52, 64 kept, n = 3..11), the rest with A181019
-#: (rows 3..10; 11×12 lies beyond them). Re-proven in tests/test_families.py.
-THREE_IN_ROW = {
-    (3, 3): 3, (3, 4): 5, (3, 5): 6, (3, 6): 8, (3, 7): 9, (3, 8): 10, (3, 9): 12,
-    (3, 10): 13, (4, 4): 7, (4, 5): 8, (4, 6): 11, (4, 7): 12, (4, 8): 14, (4, 9): 16,
-    (4, 10): 18, (5, 5): 9, (5, 6): 13, (5, 7): 15, (5, 8): 16, (5, 9): 20, (5, 10): 22,
-    (6, 6): 16, (6, 7): 19, (6, 8): 22, (6, 9): 25, (6, 10): 28, (7, 7): 23, (7, 8): 26,
-    (7, 9): 30, (7, 10): 33, (8, 8): 28, (8, 9): 34, (8, 10): 38, (9, 9): 39, (9, 10): 43,
-    (3, 11): 14, (3, 12): 16, (4, 11): 20, (4, 12): 22, (5, 11): 23, (5, 12): 27, (6, 11): 30,
-    (6, 12): 34, (7, 11): 36, (7, 12): 40, (8, 11): 40, (8, 12): 46, (9, 11): 47, (9, 12): 52,
-    (10, 10): 48, (10, 11): 52, (10, 12): 58, (11, 11): 57, (11, 12): 64,
-}  # fmt: skip
+#: The sub-box cuts' proven optima, and the entries proven by their own certificates.
+THREE_IN_ROW, FIVE_IN_ROW = _optima.THREE_IN_ROW, _optima.FIVE_IN_ROW
+SUBBOX_OPTIMA, CERTIFIED = _optima.SUBBOX_OPTIMA, _optima.CERTIFIED
 
-#: Proven optima of five in a row, keyed by sorted sides. (1, a, b): the a×b board as a
-#: slab of a 3-D box, holding exactly that board's windows (slabs 2..4 thick add no cut);
-#: proven by SCIP and by `exhaustive`'s search. The boxes: proven by this module's MIP
-#: with the cuts of strictly smaller entries only, in order (staircase_bench.py --k 5).
-FIVE_IN_ROW = {
-    (1, 5, 5): 5, (1, 5, 6): 6, (1, 5, 7): 7, (1, 6, 6): 7, (1, 6, 7): 8, (1, 7, 7): 9,
-    (5, 5, 5): 28, (5, 5, 6): 34, (5, 5, 7): 40, (5, 6, 6): 43,
-}  # fmt: skip
 
-#: The sub-box cuts' proven optima, {(k, sorted dims): h}: FIVE_IN_ROW, THREE_IN_ROW.
-SUBBOX_OPTIMA = MappingProxyType(
-    {(5, shape): h for shape, h in FIVE_IN_ROW.items()}
-    | {(3, shape): h for shape, h in THREE_IN_ROW.items()}
-)
+def published(p: Params) -> Published | None:
+    """The published term that gives p's optimum, or None (`_no_k_optima.published`)."""
+    return _optima.published(p.k, tuple(canonical(p).dims))
+
+
+def cited(p: Params) -> list[Cited]:
+    """The values `model(p)` trusts, with their sources (`_no_k_optima.cited`)."""
+    return _optima.cited(p.k, tuple(p.dims))
+
+
+def model_citing(p: Params, values: Sequence[Cited]) -> MipModel:
+    """`model(p)` with the sub-box cuts of `values` alone, never of SUBBOX_OPTIMA: a
+    certificate's model. Raises ValueError naming a value whose instance is no strict
+    sub-box of p with p's k, or a box cited twice."""
+    cuts: dict[tuple[int, tuple[int, ...]], float] = {}
+    for value in values:
+        box = Params.model_validate(value.params)
+        key = (box.k, tuple(sorted(box.dims)))
+        if box.k != p.k or not _optima.fits(key[1], tuple(p.dims)):
+            raise ValueError(f"{value.text()} is no strict sub-box of dims={p.dims} k={p.k}")
+        if key in cuts:
+            raise ValueError(f"{value.text()}: the box is cited twice")
+        cuts[key] = value.value
+    return model(p, cuts=cuts)
+
 
 #: The box size from which `auto` picks SCIP.
 AUTO_SCIP_CELLS = 36

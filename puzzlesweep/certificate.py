@@ -9,32 +9,28 @@ documents). The document (format `FORMAT`):
     format, puzzlesweep_version, written_at
     family, params, split, width, solver, key     the attempt (`proof.Proof`)
     description, parts_total_before_symmetry, symmetries
+    cited     every value the model trusts, with its source (`citation.Cited`):
+              {params, value, source}, source {oeis, index, term} (a published
+              term), {certificate} (a file in the same folder) or null
     claim     {status, objective, bound, solution}: the combined result; solution is
               the family's encoding of the best solution found
     probe     {status, objective, bound} of the direct solve, or null
     parts     one per part of the split: {index, label, counts, fixings, status,
               objective, bound, cutoff, lower, solver_version, seconds, nodes}
 
-What `check` re-derives from the document alone: the split, from (family, params, split,
-width) by the family's own `split_model`, must list exactly the parts of the document
-(labels, counts, fixings) and cover every case up to its symmetries
-(`solvers.split.covers`); each part's lower limit must follow from its status, dual
-bound and cutoff (`solvers.split.part_lower`); the claimed bound must be no more than
-the least lower limit (raised to the probe's bound), and an `optimal` claim needs that
-bound to reach its objective and its bound to equal it, an `infeasible` claim needs
-every part infeasible without a cutoff, and nothing proven may exceed the objective of
-the claimed solution; the solution must verify with the claimed objective by the
-family's verifier (independent of the MIP). `load` first checks every field's type
-(statuses from `solvers.STATUSES`, JSON numbers that are finite and at most 1e15). With
-`resolve_seconds`, each part that claims a lower limit is solved again under its cutoff,
-and a re-solve that finishes below the claimed limit is a problem.
-
-Taken on trust without `resolve_seconds`: the engine's statuses and dual bounds of the
-parts; always: the probe's dual bound (used only where the parts alone fall short),
-and that the family's symmetries preserve its feasible set (tests/test_prove.py checks
-it for no_k_in_row; a `tree:` split uses no symmetry; a `lex:` one re-derives its
-leader rows from the params and checks that each symmetry maps the model onto itself,
-`solvers.symmetry.preserves`).
+What `check` re-derives from the document alone (docs/prove.md lists it, with what it
+takes on trust): the model, from the params and the file's cited values
+(`citation.model`, never the family's tables), each value by its source (a published
+term against the family's transcription, a cited certificate in the same folder checked
+in turn, each file once); the split and that the listed parts are exactly its parts and
+cover every case up to its symmetries (`solvers.split.covers`); each part's lower limit
+from its status, dual bound and cutoff (`solvers.split.part_lower`), none above the
+part's own objective; that the claim asks no more than the parts (and the probe's
+bound) prove; that the solution verifies with the claimed objective by the family's
+verifier. `load` first checks every field's type (statuses from `solvers.STATUSES`,
+JSON numbers that are finite and at most 1e15). With `resolve_seconds`, every part
+that claims a lower limit is solved again (`recheck.resolve_part`): any solution found
+inside it below the claim refutes it, whatever the engine's final status.
 """
 
 import json
@@ -45,14 +41,23 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
-from puzzlesweep import __version__, puzzles
+from puzzlesweep import __version__, citation, puzzles
+from puzzlesweep.citation import UnusableCitation
 from puzzlesweep.core import BadInput
-from puzzlesweep.proof import Proof, build, json_number, number, stored
-from puzzlesweep.solve import mip_engine, verified_fields
+from puzzlesweep.proof import (
+    Proof,
+    build,
+    json_number,
+    number,
+    stored,
+)
+from puzzlesweep.recheck import resolve_part, solution_problems
 from puzzlesweep.solvers import STATUSES, Limits
 from puzzlesweep.solvers import split as splitting
 
-FORMAT = "puzzlesweep-certificate/1"
+FORMAT = "puzzlesweep-certificate/2"
+#: The format before the cited values were listed: refused, naming why.
+OLD_FORMAT = "puzzlesweep-certificate/1"
 
 #: A number of a certificate: a JSON number (not a string, not a boolean), finite and of a
 #: size an objective or bound can have; "inf" / "-inf" where a limit may be infinite.
@@ -80,6 +85,12 @@ class _Probe(_Entry):
     bound: Number | None = None
 
 
+class _Cited(_Entry):
+    params: dict
+    value: Number
+    source: dict | None
+
+
 class _Part(_Entry):
     index: StrictInt
     label: StrictStr
@@ -101,6 +112,7 @@ class _Document(_Entry):
     key: StrictStr
     claim: _Claim
     probe: _Probe | None = None
+    cited: list[_Cited]
     parts: list[_Part]
 
 
@@ -118,10 +130,19 @@ def export(catalog_path: str, proof: Proof) -> dict:
     if combined is None:
         raise BadInput(f"no combined row of attempt {proof.key} in {catalog_path}: prove it first")
     cert = json.loads(combined["certificate"])
+    today = [c.to_json() for c in citation.of(proof.family, proof.instance.params)]
+    cited = cert.get("cited", today)  # a combined row before cited values: today's
+    digest = citation.digest([citation.from_json(c) for c in cited])
     listed = []
     for p in split.parts:
         row = parts.get(p.index)
         handle = json.loads(row["subproblem"]) if row else {}
+        if row and handle.get("cited", citation.digest([])) != digest:
+            raise BadInput(
+                f"part {p.index} ({p.label}) of attempt {proof.key} was solved with other "
+                "cited values than its combined row lists (or before they were recorded): "
+                "solve it again"
+            )
         listed.append(
             {
                 "index": p.index,
@@ -153,6 +174,7 @@ def export(catalog_path: str, proof: Proof) -> dict:
         "symmetries": cert["symmetries"],
         "claim": {k: combined[k] for k in ("status", "objective", "bound", "solution")},
         "probe": {k: probe[k] for k in ("status", "objective", "bound")} if probe else None,
+        "cited": cited,
         "parts": listed,
     }
 
@@ -160,9 +182,17 @@ def export(catalog_path: str, proof: Proof) -> dict:
 def write(path: str | Path, document: dict) -> None:
     """Write `document` to `path` as indented JSON (one part per line, so a diff of two
     certificates reads part by part). Raises OSError when it cannot be written."""
-    parts = ",\n".join("    " + json.dumps(p, separators=(",", ":")) for p in document["parts"])
-    head = json.dumps({k: v for k, v in document.items() if k != "parts"}, indent=2)
-    Path(path).write_text(f'{head[:-2]},\n  "parts": [\n{parts}\n  ]\n}}\n')
+    lists = {k: _lines(document[k]) for k in ("cited", "parts") if k in document}
+    head = json.dumps({k: v for k, v in document.items() if k not in lists}, indent=2)
+    tail = ",\n".join(
+        f'  "{k}": [\n{text}\n  ]' if text else f'  "{k}": []' for k, text in lists.items()
+    )
+    Path(path).write_text(f"{head[:-2]},\n{tail}\n}}\n")
+
+
+def _lines(entries: list) -> str:
+    """One compact JSON line per entry, indented (the body of a list)."""
+    return ",\n".join("    " + json.dumps(e, separators=(",", ":")) for e in entries)
 
 
 def _where(loc: tuple) -> str:
@@ -173,7 +203,7 @@ def _where(loc: tuple) -> str:
         if isinstance(step, int):
             path += f"[{step}]"
         elif step in _Document.model_fields or any(
-            step in m.model_fields for m in (_Claim, _Probe, _Part)
+            step in m.model_fields for m in (_Claim, _Probe, _Part, _Cited)
         ):
             path += f".{step}" if path else step
     return path
@@ -190,6 +220,11 @@ def load(path: str | Path) -> dict:
         raise BadInput(f"certificate {path}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise BadInput(f"certificate {path} is not JSON: {exc}") from None
+    if isinstance(document, dict) and document.get("format") == OLD_FORMAT:
+        raise BadInput(
+            f"certificate {path} is a {OLD_FORMAT} document, which does not list the values "
+            f"it trusts: issue it again ({FORMAT})"
+        )
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise BadInput(f"certificate {path} is not a {FORMAT} document")
     try:
@@ -201,6 +236,11 @@ def load(path: str | Path) -> dict:
             raise BadInput(f"certificate {path} lacks {', '.join(missing)}") from None
         wrong = [f"{_where(e['loc'])}: {e['msg']}" for e in errors[:3]]
         raise BadInput(f"certificate {path}: {'; '.join(wrong)}") from None
+    for i, entry in enumerate(document["cited"]):
+        try:
+            citation.from_json(entry)
+        except ValueError as exc:
+            raise BadInput(f"certificate {path}: cited[{i}]: {exc}") from None
     return document
 
 
@@ -227,15 +267,31 @@ def proof_of(document: dict, limits: Limits | None = None, solver: str | None = 
 
 
 def check(
-    document: dict, resolve_seconds: float | None = None, solver: str | None = None
+    document: dict,
+    resolve_seconds: float | None = None,
+    solver: str | None = None,
+    folder: str | Path | None = None,
+    seen: dict[Path, dict] | None = None,
 ) -> list[str]:
     """The problems of a certificate document (empty: it holds); see the module
     docstring for what is re-derived and what is trusted. With `resolve_seconds`, each
-    part is re-solved by `solver` (default: the document's engine). Raises BadInput as
-    `proof_of` does."""
+    part is re-solved by `solver` (default: the document's engine), those of cited
+    certificates too. `folder`: where cited certificate files lie (the document's own
+    folder; None: a cited certificate is a problem); `seen`: the cited files already
+    checked (path → document), filled in here, so each is checked once. Problems of a
+    cited certificate are prefixed with its file name. Raises BadInput as `proof_of`
+    does."""
     proof = proof_of(document, solver=solver)
-    _, model, split, _ = build(proof)  # BadInput for a bad split or engine
+    cited = [citation.from_json(entry) for entry in document["cited"]]
+    seen = {} if seen is None else seen
     problems = []
+    certificate_of = _cited_file(resolve_seconds, solver, folder, seen)
+    for value in cited:
+        problems += citation.problems(puzzles.get(proof.family), value, certificate_of)
+    try:
+        _, model, split, _ = build(proof, cited)  # BadInput for a bad split or engine
+    except UnusableCitation as exc:
+        return [*problems, str(exc)]
     if document["key"] != proof.key:
         problems.append(f"key {document['key']} is not the key {proof.key} of this attempt")
     problems += _split_problems(split, document["parts"])
@@ -258,10 +314,37 @@ def check(
                 f"{json_number(lower)} follows from its status {claimed['status']}, "
                 f"bound {claimed['bound']} and cutoff {claimed['cutoff']}"
             )
+        elif claimed.get("objective") is not None and claimed["objective"] < lower - 1e-6:
+            problems.append(
+                f"part {part.index} ({part.label}): its own objective "
+                f"{claimed['objective']} lies below its claimed lower limit {claimed['lower']}"
+            )
         elif resolve_seconds and lower > -math.inf:
-            problems += _resolve(proof, model, split, part, claimed, resolve_seconds, integral)
+            cutoff = claimed["cutoff"]
+            limits = Limits(resolve_seconds)
+            problems += resolve_part(proof, model, split, part, cutoff, lower, limits)
     problems += _claim_problems(document, lowers[: len(split.parts)])
-    return problems + _solution_problems(proof, document["claim"])
+    return problems + solution_problems(proof.family, proof.instance.params, document["claim"])
+
+
+def _cited_file(resolve_seconds, solver, folder, seen: dict[Path, dict]):
+    """`citation.problems`'s `certificate_of` for `check`: a cited file in `folder`,
+    loaded and checked once (`seen`), its problems prefixed with its name."""
+
+    def certificate_of(file: str) -> tuple[dict | None, list[str]]:
+        if folder is None:
+            return None, [f"cites {file}, but no folder was given to find it in"]
+        path = (Path(folder) / file).resolve()
+        if path in seen:
+            return seen[path], []
+        try:
+            seen[path] = load(path)
+        except BadInput as exc:
+            return None, [str(exc)]
+        inner = check(seen[path], resolve_seconds, solver, path.parent, seen)
+        return seen[path], [f"{file}: {problem}" for problem in inner]
+
+    return certificate_of
 
 
 def _split_problems(split: splitting.Split, listed: list[dict]) -> list[str]:
@@ -280,21 +363,6 @@ def _split_problems(split: splitting.Split, listed: list[dict]) -> list[str]:
     if (why := splitting.covers(split)) is not None:
         problems.append(f"the split does not cover the space: {why}")
     return problems
-
-
-def _resolve(proof, model, split, part, claimed, seconds, integral) -> list[str]:
-    """Solve `part` again for `seconds` under its cutoff: a finished re-solve below the
-    claimed lower limit is a problem (the limit would not be true)."""
-    again = mip_engine(proof.solver).solve(
-        splitting.restrict(model, split, part, claimed["cutoff"]), Limits(seconds)
-    )
-    true_lower = splitting.part_lower(again.status, again.bound, claimed["cutoff"], integral)
-    if again.status in ("optimal", "infeasible") and true_lower < number(claimed["lower"]) - 1e-6:
-        return [
-            f"part {part.index} ({part.label}): re-solved to {json_number(true_lower)}, "
-            f"below the claimed lower limit {claimed['lower']}"
-        ]
-    return []
 
 
 def _claim_problems(document: dict, lowers: list[float]) -> list[str]:
@@ -326,19 +394,3 @@ def _claim_problems(document: dict, lowers: list[float]) -> list[str]:
             f"{objective} of the claimed solution: a part's or the probe's limit is false"
         )
     return problems
-
-
-def _solution_problems(proof: Proof, claim: dict) -> list[str]:
-    """Whether the claimed solution decodes and verifies with the claimed objective
-    (the family's own verifier); an objective without a solution is a problem."""
-    if claim.get("solution") is None:
-        return (
-            [] if claim.get("objective") is None else ["an objective is claimed without a solution"]
-        )
-    family = puzzles.get(proof.family)
-    try:
-        solution = family.decode(claim["solution"])
-    except ValueError as exc:
-        return [f"the solution does not decode: {exc}"]
-    checked = verified_fields(family, proof.instance.params, solution, claim["objective"])
-    return [f"the solution does not verify: {checked['error']}"] if checked["error"] else []

@@ -20,10 +20,9 @@ is a proof whichever engine gave it).
 The combined row: status `optimal` with objective = bound when the bound meets the
 incumbent, else `time_limit` with the best objective and bound (the larger of the
 parts' minimum and the probe's dual bound). Its `certificate` (JSON) lists every part
-(index, label, counts, status, lower limit, cutoff) with the split's text and
-description; `recheck` re-derives the split, checks that it covers every case up to
-symmetry, that the stored bounds combine as claimed, that the incumbent verifies, and
-optionally re-solves parts to confirm their bounds.
+(index, label, counts, status, lower limit, cutoff), the split's text and description,
+and the values the model cites (`citation`; each part's `subproblem` names them by
+their digest); `recheck` re-checks it.
 """
 
 import hashlib
@@ -32,7 +31,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 
-from puzzlesweep import __version__, catalog, puzzles
+from puzzlesweep import __version__, catalog, citation, puzzles
 from puzzlesweep.core import BadInput, make_params
 from puzzlesweep.puzzles import Instance
 from puzzlesweep.solve import MIP_SOLVERS, empty_row, mip_engine, result_fields, verified_fields
@@ -76,16 +75,17 @@ class Proof:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def build(proof: Proof) -> tuple[Instance, highs.MipModel, splitting.Split, str]:
+def build(proof: Proof, cited=None) -> tuple[Instance, highs.MipModel, splitting.Split, str]:
     """(instance, its MIP on its own axes, the split, the split's description): a
     `tree:` text is a tree of 0/1 fixings (`solvers.lookahead`, any family), any other
-    the family's `split_model`; after a `lex:` prefix the model holds the symmetry's
-    leader rows (`model_of`). Raises BadInput for bad parameters, a family without
-    `split_model`, a bad split, or a solver that is not a MIP engine."""
+    the family's `split_model`; the model is `model_of`'s, with `cited` (a list of
+    `citation.Cited` or None). Raises BadInput
+    for bad parameters, a family without `split_model`, a bad split, or a solver that
+    is not a MIP engine, and as `model_of` does."""
     if proof.solver not in MIP_SOLVERS:
         raise BadInput(f"prove runs {' or '.join(MIP_SOLVERS)}, not {proof.solver!r}")
     instance, family = proof.instance, puzzles.get(proof.family)
-    model, text = model_of(proof.family, instance.params, proof.split)
+    model, text = model_of(proof.family, instance.params, proof.split, cited)
     tree = text.startswith("tree:")  # any family: a tree of 0/1 fixings
     if not tree and not hasattr(family, "split_model"):
         raise BadInput(f"family {proof.family} has no split (split_model); try a tree:")
@@ -101,18 +101,19 @@ def build(proof: Proof) -> tuple[Instance, highs.MipModel, splitting.Split, str]
     return instance, model, split, description
 
 
-def model_of(family_name: str, params, split: str) -> tuple[highs.MipModel, str]:
+def model_of(family_name: str, params, split: str, cited=None) -> tuple[highs.MipModel, str]:
     """(the MIP an attempt solves, its split text without the `lex:` prefix). The
-    family's `model(params)`; after `lex:`, with the lexicographic-leader rows of the
-    family's `symmetries(params)` and its start mapped to its leader
-    (`solvers.symmetry.with_leader_rows`), so every part and a ramp-up keep one image of
-    each solution with no solver symmetry handling. A `lex:` split must be a tree
-    (`tree:`, or `nodes:` / `lookahead:` before they are grown): a family's count split
-    drops parts by symmetry already, which the rows would make unsound. Raises BadInput
-    for `lex:` before anything else, on a family without `symmetries`, or where a
-    symmetry does not map the model onto itself."""
+    family's `model(params)`, or with `cited` (a certificate's values) the model built
+    from those alone (`citation.model`, raising UnusableCitation); after `lex:`, with the
+    lexicographic-leader rows of the family's `symmetries(params)` and its start mapped
+    to its leader (`solvers.symmetry.with_leader_rows`), so every part and a ramp-up
+    keep one image of each solution with no solver symmetry handling. A `lex:` split
+    must be a tree (`tree:`, or `nodes:` / `lookahead:` before they are grown): a
+    family's count split drops parts by symmetry already, which the rows would make
+    unsound. Raises BadInput for `lex:` before anything else, on a family without
+    `symmetries`, or where a symmetry does not map the model onto itself."""
     family = puzzles.get(family_name)
-    model = family.model(params)
+    model = family.model(params) if cited is None else citation.model(family, params, cited)
     if not split.startswith(LEX):
         return model, split
     text = split[len(LEX) :]
@@ -184,6 +185,7 @@ def _part_row(proof: Proof, built, index, cutoff, limits: Limits, run_id: str, f
     lower = splitting.part_lower(row["status"], row["bound"], cutoff, integral)
     handle = json.loads(part.to_json())
     handle.update(key=proof.key, cutoff=cutoff, lower=json_number(lower), parts=len(split.parts))
+    handle["cited"] = citation.digest(citation.of(proof.family, instance.params))  # its model's
     row.update(
         params_key=f"{proof.key}.{index}",
         finished_at=fields.get("finished_at") or datetime.now(UTC),
@@ -346,6 +348,7 @@ def combined_row(proof: Proof, parts: dict[int, dict], probe: dict | None, run_i
         "parts_total_before_symmetry": split.total,
         "symmetries": len(split.permutations),
         "probe_bound": probe.get("bound") if probe else None,
+        "cited": [c.to_json() for c in citation.of(proof.family, instance.params)],
         "parts": [
             {
                 "index": p.index,

@@ -1,13 +1,16 @@
 """Re-checking a split proof's stored certificate from the catalog (`recheck`): the
 split covers every case up to symmetry, each part's lower limit follows from its status,
-the combined bound is what the parts give, the incumbent verifies; optionally each part
-is solved again. `puzzlesweep.certificate` checks the same claims from a JSON file.
+the combined bound is what the parts give, the incumbent verifies, no part holds a
+solution below its own lower limit; optionally each part is solved again
+(`resolve_part`, which refutes a part by any solution it finds below the part's claimed
+lower limit, whatever the engine's final status). `puzzlesweep.certificate` checks the
+same claims from a JSON file.
 """
 
 import json
 import math
 
-from puzzlesweep import puzzles
+from puzzlesweep import citation, puzzles
 from puzzlesweep.proof import Proof, build, json_number, number, stored
 from puzzlesweep.solve import mip_engine, verified_fields
 from puzzlesweep.solvers import Limits
@@ -26,9 +29,11 @@ def recheck(catalog_path: str, proof: Proof, resolve_seconds: float | None = Non
     its cutoff) and a re-solve that finishes must not contradict it.
 
     What it takes on trust: the engine's statuses and bounds of parts not re-solved, the
-    probe's dual bound, and that the family's symmetries preserve the feasible set (for
-    no_k_in_row a test checks that each maps the windows onto the windows). Raises
-    BadInput as `build` does."""
+    probe's dual bound, the values the family's tables cite (each part's row must have
+    been solved with today's, `citation.digest`; `certificate` checks their sources),
+    and that the family's symmetries preserve the feasible set (for no_k_in_row a test
+    checks that each maps the windows onto the windows). Raises BadInput as `build`
+    does."""
     instance, model, split, _ = build(proof)
     parts, probe, combined = stored(catalog_path, proof)
     if combined is None:
@@ -36,6 +41,7 @@ def recheck(catalog_path: str, proof: Proof, resolve_seconds: float | None = Non
     cert = json.loads(combined["certificate"])
     problems = _split_problems(split, cert)
     integral = splitting.integral_objective(model)
+    today = citation.digest(citation.of(proof.family, proof.instance.params))
     lowers = []
     for p, claimed in zip(split.parts, cert["parts"], strict=False):
         row = parts.get(p.index)
@@ -44,12 +50,14 @@ def recheck(catalog_path: str, proof: Proof, resolve_seconds: float | None = Non
             continue
         lower, found = _part_problems(p, claimed, row, integral)
         lowers.append(lower)
-        problems += found
+        problems += found + _cited_problem(p, row, today)
+        problems += stored_refutation(proof, p, row, lower)
         if resolve_seconds and lower > -math.inf:
             cutoff = json.loads(row["subproblem"])["cutoff"]
-            problems += _resolve_problems(proof, model, split, p, cutoff, lower, resolve_seconds)
+            limits = Limits(resolve_seconds)
+            problems += resolve_part(proof, model, split, p, cutoff, lower, limits)
     problems += _bound_problems(combined, probe, lowers)
-    problems += _solution_problems(proof.family, instance.params, combined)
+    problems += solution_problems(proof.family, instance.params, combined)
     return problems
 
 
@@ -80,21 +88,80 @@ def _part_problems(part, claimed: dict, row: dict, integral: bool) -> tuple[floa
     return lower, []
 
 
-def _resolve_problems(proof: Proof, model, split, part, cutoff, lower: float, seconds: float):
-    """Solve `part` again for `seconds` (with its cutoff): a re-solve that finishes
-    (optimal or infeasible) below the stored lower limit `lower` is a problem, since
-    that limit would not be true. Returns the problems found (at most one)."""
-    again = mip_engine(proof.solver).solve(
-        splitting.restrict(model, split, part, cutoff), Limits(seconds)
-    )
+def _cited_problem(part, row: dict, today: str) -> list[str]:
+    """A problem when part `row` was solved with other cited values than the family's
+    tables give today (`today`: their digest; a row without one predates them)."""
+    digest = json.loads(row["subproblem"]).get("cited")
+    if digest == today or (digest is None and today == citation.digest([])):
+        return []
+    return [f"part {part.index} ({part.label}): solved with other cited values than today's"]
+
+
+def stored_refutation(proof: Proof, part, row: dict, lower: float) -> list[str]:
+    """A problem when part `row`'s own solution, verified by the family's verifier,
+    has an objective below the part's lower limit `lower` (the row contradicts
+    itself: its status or bound is false)."""
+    if not row.get("solution") or row.get("objective") is None:
+        return []
+    family = puzzles.get(proof.family)
+    try:
+        solution = family.decode(row["solution"])
+    except ValueError:
+        return []
+    checked = verified_fields(family, proof.instance.params, solution, row["objective"])
+    if checked["verified"] and checked["objective"] < lower - 1e-6:
+        return [_refuted(part, checked["objective"], lower, "its own stored solution")]
+    return []
+
+
+def resolve_part(proof: Proof, model, split, part, cutoff, lower: float, limits: Limits):
+    """Solve `part` again within `limits` with `proof.solver` under its `cutoff`, from the
+    model's start when that lies inside the part. Any solution, the start's or the one
+    the engine returns whatever its final status (a time limit included), that lies
+    inside the part (`split.outside`) and verifies by the family's verifier with an
+    objective below the claimed lower limit `lower` refutes the part; so does a
+    finished re-solve (optimal or infeasible) that proves less than `lower`. Returns the
+    problems found (at most one), each one line naming the part."""
     integral = splitting.integral_objective(model)
+    restricted = splitting.restrict(model, split, part, cutoff)
+    start = _found_value(proof, restricted, model.start, None)
+    if start is not None and start < lower - 1e-6:  # no engine needed
+        return [_refuted(part, start, lower, "the model's start")]
+    if start is not None:  # inside the part: the engine starts from it
+        restricted.start = list(model.start)
+    again = mip_engine(proof.solver).solve(restricted, limits)
+    found = _found_value(proof, restricted, again.solution, again.objective)
+    if found is not None and found < lower - 1e-6:
+        return [_refuted(part, found, lower, f"a solution found by {proof.solver}")]
     true_lower = splitting.part_lower(again.status, again.bound, cutoff, integral)
     if again.status in ("optimal", "infeasible") and true_lower < lower - 1e-6:
         return [
             f"part {part.index} ({part.label}): re-solved to {json_number(true_lower)}, "
-            f"below the stored lower limit {json_number(lower)}"
+            f"below the claimed lower limit {json_number(lower)}"
         ]
     return []
+
+
+def _found_value(proof: Proof, restricted, x: list[float] | None, claimed) -> float | None:
+    """The verifier's objective of the column vector `x` when it lies inside the part
+    (`restricted`, its model) and verifies (with objective `claimed`, when given); else
+    None."""
+    if x is None or splitting.outside(restricted, x) is not None:
+        return None
+    family, params = puzzles.get(proof.family), proof.instance.params
+    decoded = family.from_mip(params, x)
+    if claimed is None:
+        claimed = sum(c * v for c, v in zip(restricted.costs, x, strict=True)) + restricted.offset
+    checked = verified_fields(family, params, decoded, claimed)
+    return checked["objective"] if checked["verified"] else None
+
+
+def _refuted(part, objective: float, lower: float, what: str) -> str:
+    """The one line that says a solution refutes a part's claimed lower limit."""
+    return (
+        f"part {part.index} ({part.label}): {what} has objective {json_number(objective)}, "
+        f"below the claimed lower limit {json_number(lower)}: the part's claim is false"
+    )
 
 
 def _bound_problems(combined: dict, probe: dict | None, lowers: list[float]) -> list[str]:
@@ -116,17 +183,16 @@ def _bound_problems(combined: dict, probe: dict | None, lowers: list[float]) -> 
     return []
 
 
-def _solution_problems(family_name: str, params, combined: dict) -> list[str]:
-    """Whether the combined row's solution decodes and verifies with its objective (the
-    family's own verifier, independent of the model)."""
-    if combined["solution"] is None:
-        return []
+def solution_problems(family_name: str, params, claim: dict) -> list[str]:
+    """Whether a claim's solution (a combined row's, a certificate's `claim`) decodes
+    and verifies with its objective (the family's own verifier, independent of the
+    model); an objective without a solution is a problem."""
+    if claim["solution"] is None:
+        return [] if claim["objective"] is None else ["an objective is claimed without a solution"]
     family = puzzles.get(family_name)
     try:
-        solution = family.decode(combined["solution"])
+        solution = family.decode(claim["solution"])
     except ValueError as exc:
         return [f"the solution does not decode: {exc}"]
-    checked = verified_fields(family, params, solution, combined["objective"])
-    if checked["error"]:
-        return [f"the solution does not verify: {checked['error']}"]
-    return []
+    checked = verified_fields(family, params, solution, claim["objective"])
+    return [f"the solution does not verify: {checked['error']}"] if checked["error"] else []

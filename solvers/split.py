@@ -267,6 +267,26 @@ def restrict(
     return m
 
 
+def outside(model: MipModel, x: list[float], tolerance: float = 1e-6) -> str | None:
+    """Why the column vector `x` (n values) is no solution of `model` (a bound, an
+    integrality or a row it breaks by more than `tolerance`, the first one named), or
+    None when it is one. Used on a part's `restrict`ed model: a solution an engine
+    returns for a part is checked to lie inside it before it refutes the part."""
+    if len(x) != model.num_cols:
+        return f"{len(x)} values for {model.num_cols} columns"
+    for j, (v, lo, hi, whole) in enumerate(
+        zip(x, model.lower, model.upper, model.integral, strict=True)
+    ):
+        if not lo - tolerance <= v <= hi + tolerance or (whole and abs(v - round(v)) > tolerance):
+            return f"column {j} = {v} breaks its bounds [{lo}, {hi}] or integrality"
+    for i in range(model.num_rows):
+        span = range(model.row_start[i], model.row_start[i + 1])
+        total = sum(model.values[e] * x[model.col_index[e]] for e in span)
+        if not model.row_lower[i] - tolerance <= total <= model.row_upper[i] + tolerance:
+            return f"row {i} = {total} breaks [{model.row_lower[i]}, {model.row_upper[i]}]"
+    return None
+
+
 def integral_objective(model: MipModel) -> bool:
     """Is the objective integral at every integral point (integer costs on integer
     columns, no cost on continuous ones, integer offset)?"""

@@ -76,6 +76,7 @@ def _document(proof: Proof, rows: list[dict], combined: dict) -> dict:
         "key": proof.key,
         "claim": {k: combined[k] for k in ("status", "objective", "bound", "solution")},
         "probe": None,
+        "cited": json.loads(combined["certificate"])["cited"],
         "parts": parts,
     }
 

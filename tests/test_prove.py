@@ -164,12 +164,22 @@ def test_prove_on_a_local_cluster_resumes_and_rechecks(prefect_api, tmp_path):
     tamper(part, status="optimal", bound=9.0, subproblem=json.dumps({**handle, "lower": 9}))
     cert["parts"][weakest["index"]]["lower"] = 9
     tamper(combined, certificate=json.dumps(cert))
-    assert recheck(str(results), proof) == []
-    problems = recheck(str(results), proof, resolve_seconds=30)
-    assert problems == [
-        f"part {weakest['index']} ({weakest['label']}): re-solved to 8, below the stored "
-        "lower limit 9"
+    # the part's own stored solution (8, verified) refutes it at once
+    assert recheck(str(results), proof) == [
+        f"part {weakest['index']} ({weakest['label']}): its own stored solution has "
+        "objective 8, below the claimed lower limit 9: the part's claim is false"
     ]
+    lie = {"status": "optimal", "bound": 9.0, "subproblem": json.dumps({**handle, "lower": 9})}
+    tamper(part, **lie, objective=None, solution=None, verified=None)
+    assert recheck(str(results), proof) == []
+    [problem] = recheck(str(results), proof, resolve_seconds=30)
+    # the model's start (8) when it lies in the part, else HiGHS's solution (8, optimal)
+    assert re.fullmatch(
+        rf"part {weakest['index']} \({weakest['label']}\): (the model's start|a solution "
+        r"found by highs) has objective 8, below the claimed lower limit 9: the part's "
+        r"claim is false",
+        problem,
+    ), problem
 
 
 def test_a_part_runs_in_its_own_solver_process_and_a_killed_one_proves_nothing(tmp_path):

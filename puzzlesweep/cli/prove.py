@@ -49,7 +49,8 @@ CertificateOption = Annotated[
     str | None,
     typer.Option(
         help="A certificate file (JSON): written after a proving run, read by --check "
-        "(which then needs no catalog and takes --split and --width from the file)"
+        "(which then needs no catalog, takes --split and --width from the file, and checks "
+        "the certificates it cites, found in its folder)"
     ),
 ]
 PartMemoryOption = Annotated[
@@ -244,6 +245,8 @@ def _print_file_check(family, params, split, width, solver, resolve_seconds, pat
     when given, its split (else BadInput: exit 2); --solver other than auto re-solves
     the parts with that engine instead of the file's (an audit by a second engine).
     Problems exit 1."""
+    from pathlib import Path
+
     from puzzlesweep import certificate, puzzles
     from puzzlesweep.solve import check_solver
 
@@ -260,11 +263,14 @@ def _print_file_check(family, params, split, width, solver, resolve_seconds, pat
     for option, asked, held in (("--split", split, proof.split), ("--width", width, proof.width)):
         if asked not in ("", None) and asked != held:
             raise BadInput(f"{path} holds the split {option} {held}, not {asked}")
-    _print_problems(certificate.check(document, resolve_seconds, engine))
+    seen: dict = {}
+    _print_problems(certificate.check(document, resolve_seconds, engine, Path(path).parent, seen))
     claim = document["claim"]
+    chain = ", ".join(sorted(p.name for p in seen)) or "none"
     out.print(
         f"certificate {path} holds: {proof.family} {_params_text(proof.params)} "
-        f"{claim['status']} {cell_text(claim['objective'])} (bound {cell_text(claim['bound'])})",
+        f"{claim['status']} {cell_text(claim['objective'])} (bound {cell_text(claim['bound'])}); "
+        f"{len(document['cited'])} cited values, cited certificates checked: {chain}",
         highlight=False,
     )
 
