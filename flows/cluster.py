@@ -16,7 +16,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext, suppress
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import dask
@@ -26,7 +26,7 @@ from distributed.comm.core import CommClosedError
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from puzzlesweep.core import BadInput
-from puzzlesweep.flows.api import TemporaryAPI, configured_api, prefect_api
+from puzzlesweep.flows.api import configured_api
 from puzzlesweep.flows.probes import answers, check_address, tcp_connect
 from puzzlesweep.isolate import Children
 
@@ -85,23 +85,28 @@ class DaskPool:
 
 
 @contextmanager
-def started_cluster(settings, width: int) -> Iterator:
+def started_cluster(settings, width: int, work: str = "batches") -> Iterator:
     """The cluster of `settings` (a `RunSettings`): the scheduler at its `address`, or a
-    LocalCluster of `width` workers started here; yields its `settings.Started`, closes
-    what it started. Raises BadInput for a scheduler that does not answer."""
+    LocalCluster of `width` workers started here, readied for their `work`
+    (`settings.Work`); yields its `settings.Started`, closes what it started. Raises
+    BadInput for a scheduler that does not answer."""
     from puzzlesweep.flows.settings import Started
 
+    tasks = work == "parts"
     cluster = dask_cluster(
-        settings.address, width, settings.dashboard_address, settings.connect_timeout
+        settings.address, width, settings.dashboard_address, settings.connect_timeout, tasks
     )
     with cluster as (scheduler, dashboard, found):
         # not `with Client`: its context is this thread's; an EarlyStart closes in another
         client = Client(scheduler, set_as_default=False)
         try:
             workers = client.scheduler_info(n_workers=-1).get("workers", {})
-            memory = settings.memory_limit
-            warm = [client.submit(warm_worker, memory, workers=[w], pure=False) for w in workers]
-            fire_and_forget(warm)
+            if work != "layers":  # a search's layers start no solver process
+                memory = settings.memory_limit
+                warm = [
+                    client.submit(warm_worker, memory, workers=[w], pure=False) for w in workers
+                ]
+                fire_and_forget(warm)
             yield Started(scheduler, dashboard, found, DaskPool(client), None)
         finally:
             client.close()
@@ -192,27 +197,6 @@ def dask_cluster(
             _ready_workers(client, prefect_tasks)
         link = cluster.dashboard_link if dashboard_address else None
         yield cluster.scheduler_address, link, workers
-
-
-@contextmanager
-def api_and_cluster(
-    address: str | None,
-    workers: int,
-    dashboard_address: str | None,
-    timeout: float,
-    say: Callable[[str], None],
-) -> Iterator[tuple[str, str | None, int]]:
-    """`dask_cluster(address, workers, dashboard_address, timeout)` under the configured
-    Prefect API or a temporary one started beside it (`prefect_api`): what `prove` and
-    `search` run under. `say(line)` is told the scheduler, its workers and dashboard.
-    Yields what `dask_cluster` yields; raises what it and `prefect_api` raise."""
-    api = None if configured_api() else TemporaryAPI()
-    cluster = dask_cluster(address, workers, dashboard_address, timeout, prefect_tasks=True)
-    with api or nullcontext(), cluster as up:
-        scheduler, dashboard, found = up
-        say(f"Dask scheduler {scheduler}, {found} workers, dashboard {dashboard or '(none)'}")
-        with prefect_api(api):
-            yield up
 
 
 def _ready_workers(client, prefect_tasks: bool = False) -> None:

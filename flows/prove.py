@@ -20,19 +20,20 @@ catalog (`settled`): no cluster, no API, no row written.
 import json
 import math
 import time
+from collections import Counter
 from collections.abc import Callable
-from contextlib import suppress
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from puzzlesweep import catalog
-from puzzlesweep.flows.cluster import api_and_cluster, batch_children, dask_runner, worker_identity
-from puzzlesweep.flows.faults import interrupted, retry_transient
-from puzzlesweep.flows.run_record import new_run_id, record_link
+from puzzlesweep.flows.cluster import batch_children, dask_runner, worker_identity
+from puzzlesweep.flows.faults import retry_transient
+from puzzlesweep.flows.run_record import RunRecord, manifest, new_run_id, recorded
+from puzzlesweep.flows.settings import RunSettings
 from puzzlesweep.flows.submit import submit_all
 from puzzlesweep.isolate import Children
 from puzzlesweep.proof import (
@@ -262,11 +263,11 @@ def settled(proof: Proof, catalog_path: str, probe_seconds: float = 0.0) -> dict
     return _report(proof, len(split.parts), parts, len(parts), 0, combined, started)
 
 
-def _claim(proof: Proof, catalog_path: str, probe_seconds: float, wall: float | None) -> dict:
-    """The `runs` manifest of a new prove run of `proof`, its row written (state
-    `running`) by `catalog.claim` as a sweep's is; raises BadInput when a run of the
-    same attempt is alive. `spec` holds the attempt as JSON; `planned` counts its parts,
-    `skipped` those final in the catalog."""
+def _record(proof: Proof, catalog_path: str, probe_seconds: float, wall: float | None):
+    """The `RunRecord` of a new prove run of `proof` (sweep `prove-KEY`): `spec` holds
+    the attempt as JSON, `planned` counts its parts, `skipped` those final in the
+    catalog, and its counts are those of its parts and probe (`_written`), not its
+    combined row."""
     _, _, split, _ = build(proof)
     parts, _, _ = stored(catalog_path, proof)
     attempt = {
@@ -280,86 +281,62 @@ def _claim(proof: Proof, catalog_path: str, probe_seconds: float, wall: float | 
         "probe_seconds": probe_seconds,
         "wall_seconds": wall,
     }
-    manifest = {
-        "run_id": new_run_id(),
-        "sweep": f"prove-{proof.key}",
-        "spec_path": None,
-        "spec": json.dumps(attempt),
-        "started_at": datetime.now(UTC),
-        "planned": len(split.parts),
-        "skipped": sum(1 for row in parts.values() if is_done(row, proof.limits)),
-        "batch_size": 1,  # one part per task
-        "force": False,
-    }
-    catalog.claim(catalog_path, manifest)
-    return manifest
+    skipped = sum(1 for row in parts.values() if is_done(row, proof.limits))
+    columns = manifest(f"prove-{proof.key}", json.dumps(attempt), len(split.parts), skipped)
+    return RunRecord(columns["run_id"], catalog_path, columns, written=_written)
 
 
 COUNTS = "SELECT status, count(*) FROM results WHERE run_id = ? AND solver NOT LIKE '%-split' "
 COUNTS += "GROUP BY 1"  # the parts and the probe a run solved (not its combined row)
 
 
-def _end(catalog_path: str, manifest: dict, state: str) -> None:
-    """Write the last `runs` row of a prove run: `state`, its counts by status and
-    `solved` (parts and probe it wrote), now as `finished_at`."""
+def _written(catalog_path: str, run_id: str) -> dict[str, int]:
+    """The counts of the parts and probe run `run_id` wrote: "solved" and one per status
+    ({} when the results cannot be read)."""
     try:
-        _, rows = catalog.query(catalog_path, COUNTS, [manifest["run_id"]])
+        _, rows = catalog.query(catalog_path, COUNTS, [run_id])
     except Exception:  # noqa: BLE001 (no results table yet, or unreadable: no counts)
-        rows = []
-    counts = {status: 0 for status in catalog.STATUSES} | dict(rows)
-    ended = {"state": state, "finished_at": datetime.now(UTC), "solved": sum(counts.values())}
-    catalog.write_run(catalog_path, {**manifest, **counts, **ended})
+        return {}
+    return {**catalog.status_counts(Counter(dict(rows))), "solved": sum(n for _, n in rows)}
 
 
 def run_prove(
     proof: Proof,
-    catalog_path: str,
-    address: str | None = None,
-    workers: int = 2,
+    settings: RunSettings,
     probe_seconds: float = 0.0,
     wall_seconds: float | None = None,
-    dashboard_address: str | None = "127.0.0.1:8787",
-    announce=None,
-    connect_timeout: float = 10.0,
-    memory_limit: int | None = None,
+    announce: Callable[[str], None] | None = None,
     on_running: Callable[..., None] | None = None,
 ) -> dict:
-    """Run `prove` on Dask (the scheduler at `address`, or a new LocalCluster of
-    `workers` single-threaded processes), each part in a solver process under
-    `memory_limit` bytes (None: the worker's memory per thread), under the configured
-    or a temporary Prefect API, as `flows.sweep.run_sweep` does, recorded in `runs` (see
-    the module docstring); `on_running` is the flow's Prefect `on_running` hook. Returns
-    the flow's report plus "scheduler" and "dashboard"; an attempt already `settled` in
-    the catalog returns its stored report (both None) and starts nothing. Raises
-    BadInput for a bad split or address, or while a run of the same attempt is alive."""
+    """Run `prove` on the cluster of `settings` (a `RunSettings`: the scheduler at its
+    address, or a new LocalCluster; each part in a solver process under its
+    `memory_limit`, None: the worker's memory per thread) under the configured or a
+    temporary Prefect API, started as a sweep's are (`RunSettings.start_with_api`) and
+    recorded in `runs` (`run_record.recorded`); `on_running` is the flow's Prefect
+    `on_running` hook. Returns the flow's report plus "scheduler" and "dashboard"; an
+    attempt already `settled` in the catalog returns its stored report (both None) and
+    starts nothing. Raises BadInput for a bad split or address, or while a run of the
+    same attempt is alive."""
     from prefect import tags
 
     build(proof)  # bad input fails before any cluster starts
     say = announce or (lambda line: None)
-    catalog_path = catalog.resolve(catalog_path)
+    catalog_path = catalog.resolve(settings.catalog)
     if (report := settled(proof, catalog_path, probe_seconds)) is not None:
         say(f"prove {proof.key}: every part is final in the catalog, nothing to solve")
         return {**report, "scheduler": None, "dashboard": None}
-    manifest = _claim(proof, catalog_path, probe_seconds, wall_seconds)
-    cluster = api_and_cluster(address, workers, dashboard_address, connect_timeout, say)
-    try:
-        with catalog.Heartbeat(catalog_path, lambda: manifest), cluster as up:
-            scheduler, dashboard, found = up
-            record_link(catalog_path, manifest, dashboard)
-            with tags(f"sweep:prove-{proof.key}", f"family:{proof.family}"):
-                flow_ = prove.with_options(
-                    task_runner=dask_runner(scheduler),
-                    flow_run_name=f"prove {proof.family} {proof.key} "
-                    f"{datetime.now():%Y-%m-%d %H:%M}",
-                    on_running=[on_running] if on_running else None,
-                )
-                report = flow_(
-                    proof, catalog_path, max(1, found), probe_seconds, wall_seconds,
-                    manifest["run_id"], memory_limit,
-                )  # fmt: skip
-    except BaseException as exc:  # the run's own bookkeeping never hides why it ended
-        with suppress(Exception):
-            _end(catalog_path, manifest, "interrupted" if interrupted(exc) else "failed")
-        raise
-    _end(catalog_path, manifest, "finished")
-    return {**report, "scheduler": scheduler, "dashboard": dashboard}
+    record = _record(proof, catalog_path, probe_seconds, wall_seconds)
+    with recorded(record), settings.start_with_api(None, say, "parts") as started:
+        record.manifest["dask_dashboard_url"] = started.dashboard
+        record.write()
+        with tags(f"sweep:prove-{proof.key}", f"family:{proof.family}"):
+            flow_ = prove.with_options(
+                task_runner=dask_runner(started.scheduler),
+                flow_run_name=f"prove {proof.family} {proof.key} {datetime.now():%Y-%m-%d %H:%M}",
+                on_running=[on_running] if on_running else None,
+            )
+            report = flow_(
+                proof, catalog_path, max(1, started.workers), probe_seconds, wall_seconds,
+                record.run_id, settings.memory_limit,
+            )  # fmt: skip
+    return {**report, "scheduler": started.scheduler, "dashboard": started.dashboard}

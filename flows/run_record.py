@@ -12,6 +12,7 @@ import contextlib
 import os
 import threading
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -21,7 +22,7 @@ from puzzlesweep import catalog, puzzles
 from puzzlesweep.catalog.runs import HEARTBEAT_SECONDS
 from puzzlesweep.core import FINAL, BadInput
 from puzzlesweep.flows.control import Control
-from puzzlesweep.flows.faults import disk_full, first_line
+from puzzlesweep.flows.faults import disk_full, first_line, interrupted
 from puzzlesweep.flows.spec import Sweep, load, parse
 
 #: Bytes a run keeps free on a local catalog's disk (a file it holds, `_reserve`) for
@@ -37,11 +38,13 @@ SpecSource = str | dict
 
 @dataclass
 class RunRecord:
-    """One run of a sweep: its `plan`, the jobs `todo` (those without a final result in
-    the catalog), its `manifest` (the columns of its `runs` row that do not change as it
-    goes, plus the links to its Prefect flow run and Dask dashboard once known), the
-    committed `counts` by status, the batches handed out, and the Dask event `topic`
-    its workers report finished instances under.
+    """One run of a sweep, a `prove` or a `search`: its `manifest` (the columns of its
+    `runs` row that do not change as it goes, plus the links to its Prefect flow run and
+    Dask dashboard once known), the `counts` by status of the rows it committed, and
+    for a sweep its `plan`, the jobs `todo` (those without a final result in the
+    catalog), the batches handed out and the Dask event `topic` its workers report
+    finished instances under. `written(catalog_path, run_id)` counts the run's rows in
+    the catalog for its last row ({"solved", one key per status}; {} when unreadable).
 
     The record is the one writer of the run's `runs` row: `claim` (state `running`),
     the heartbeat it runs every `HEARTBEAT_SECONDS` until the end, `write` (a
@@ -52,14 +55,15 @@ class RunRecord:
 
     run_id: str
     catalog_path: str
-    plan: Sweep
-    todo: list
     manifest: dict[str, Any]
+    plan: Sweep | None = None
+    todo: list = field(default_factory=list)
     counts: Counter = field(default_factory=Counter)
     batches: int = 0
     topic: str | None = None
     ended: str | None = None
     control: Control | None = None
+    written: Callable[[str, str], dict[str, int]] = catalog.written
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _beating: threading.Event = field(default_factory=threading.Event, repr=False)
     _claimed: bool = False
@@ -132,7 +136,7 @@ class RunRecord:
             ended = {"state": state, "finished_at": datetime.now(UTC), "seconds_left": None}
             _release(self._reserve)  # the space kept for this very write
             try:
-                counts = catalog.written(self.catalog_path, self.run_id)
+                counts = self.written(self.catalog_path, self.run_id)
                 catalog.write_run(self.catalog_path, {**self.row(), **counts, **ended})
             except Exception as exc:  # noqa: BLE001 (said in one line)
                 why = disk_full(exc, self.catalog_path) or first_line(exc)
@@ -172,18 +176,44 @@ def _release(path: str | None) -> None:
             os.unlink(path)
 
 
-def record_link(catalog_path: str, manifest: dict, dashboard: str | None) -> None:
-    """Put the Dask dashboard's URL (None: none) in a running run's `manifest` and its
-    row now, so that the dashboard links to it from the start (a failed write leaves it
-    to the next heartbeat)."""
-    manifest["dask_dashboard_url"] = dashboard
-    with contextlib.suppress(Exception):
-        catalog.write_run(catalog_path, {**manifest, "state": "running"})
-
-
 def new_run_id() -> str:
     """A run's id: its start in UTC to the second and six random hex digits."""
     return f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid4().hex[:6]}"
+
+
+def manifest(
+    sweep: str, spec: str, planned: int, skipped: int = 0, batch_size: int | None = 1
+) -> dict[str, Any]:
+    """The unchanging columns of a new run's `runs` row: a new `run_id`, its `sweep`
+    name, its `spec` (TOML text, or JSON for a prove or search), the instances (or
+    parts) `planned` and `skipped` (final in the catalog), the `batch_size` (None: sized
+    as the run goes), now as `started_at`."""
+    return {
+        "run_id": new_run_id(),
+        "sweep": sweep,
+        "spec_path": None,
+        "spec": spec,
+        "started_at": datetime.now(UTC),
+        "planned": planned,
+        "skipped": skipped,
+        "batch_size": batch_size,
+        "force": False,
+    }
+
+
+@contextlib.contextmanager
+def recorded(record: RunRecord) -> Iterator[RunRecord]:
+    """Claim `record` (`RunRecord.claim`; raises BadInput while a run of the same sweep
+    is alive) and end it as the block ends: `finished`, `interrupted` (Ctrl-C, SIGTERM,
+    a stop) or `failed`, the exception raised again: how `prove` and `search` record
+    their runs."""
+    record.claim()
+    try:
+        yield record
+    except BaseException as exc:  # the run's own bookkeeping never hides why it ended
+        record.end("interrupted" if interrupted(exc) else "failed")
+        raise
+    record.end("finished")
 
 
 def start(spec_path: SpecSource, settings, control: Control | None = None) -> RunRecord:
@@ -200,20 +230,14 @@ def start(spec_path: SpecSource, settings, control: Control | None = None) -> Ru
     if not settings.allow_concurrent:
         catalog.refuse_if_busy(catalog_path, plan.name)
     catalog.prepare(catalog_path, {puzzles.get(job.instance.family).Params for job in plan.jobs})
-    run_id = new_run_id()
-    manifest = {
-        "run_id": run_id,
-        "sweep": plan.name,
-        "spec_path": spec_path if isinstance(spec_path, str) and "\n" not in spec_path else None,
-        "spec": plan.text,
-        "started_at": datetime.now(UTC),
-        "planned": len(plan.jobs),
-        "skipped": len(plan.jobs) - len(todo),
-        "batch_size": settings.batch_size,  # None: sized as the run goes (flows/batches.py)
-        "force": settings.force,
-    }
+    columns = manifest(plan.name, plan.text, len(plan.jobs), len(plan.jobs) - len(todo))
+    columns["batch_size"] = settings.batch_size  # None: sized as the run goes (batches.py)
+    columns["force"] = settings.force
+    if isinstance(spec_path, str) and "\n" not in spec_path:
+        columns["spec_path"] = spec_path
+    run_id = columns["run_id"]
     record = RunRecord(
-        run_id, catalog_path, plan, todo, manifest, topic=f"progress-{run_id}", control=control
+        run_id, catalog_path, columns, plan, todo, topic=f"progress-{run_id}", control=control
     )
     if control is not None:
         control.record = record

@@ -24,6 +24,10 @@ from puzzlesweep.isolate import MIN_MEMORY, Children
 CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
 RETRIES = 2  # extra attempts of a batch after a transient failure
 
+#: What a run's workers do: a sweep's batches, `prove`'s parts (Prefect task runs) or a
+#: `search`'s layers (no solver process).
+Work = Literal["batches", "parts", "layers"]
+
 
 class RunSettings(BaseModel):
     """How one sweep runs; every field is a parameter of the `sweep` flow (described
@@ -97,11 +101,13 @@ class RunSettings(BaseModel):
         return self.workers or CORES
 
     @contextmanager
-    def start(self, instances: int | None = None) -> Iterator["Started"]:
+    def start(self, instances: int | None = None, work: Work = "batches") -> Iterator["Started"]:
         """Start (and on exit close) the run's workers: a LocalCluster of `size`
         workers (at most `instances`: a sweep of one instance starts one), the scheduler
-        at `address`, or `size` threads of this process. Raises BadInput for a scheduler
-        that does not answer."""
+        at `address`, or `size` threads of this process, readied for their `work`: a
+        sweep's batches and `prove`'s parts get a solver process started at once, parts
+        (Prefect task runs) import Prefect first. Raises BadInput for a scheduler that
+        does not answer."""
         width = max(1, min(self.size, instances or self.size))
         if self.backend == "threads":
             with Children() as children, ThreadPool(width) as pool:
@@ -109,8 +115,29 @@ class RunSettings(BaseModel):
             return
         from puzzlesweep.flows.cluster import started_cluster
 
-        with started_cluster(self, width) as started:
+        with started_cluster(self, width, work) as started:
             yield started
+
+    @contextmanager
+    def start_with_api(
+        self, instances: int | None, say: Callable[[str], None], work: Work = "batches"
+    ) -> Iterator["Started"]:
+        """`start(instances, work)` beside the run's Prefect API (the configured one or a
+        temporary one, `api.prefect_api`), the cluster starting in a thread while the API
+        does (`EarlyStart`), as a sweep starts them; `say(line)` is told the workers
+        (`announce`). How `prove` and `search` start; raises what both raise."""
+        from puzzlesweep.flows.api import prefect_api
+
+        local = self.backend == "dask" and not self.address
+        early = EarlyStart(self, instances or self.size, work) if local else None
+        try:
+            with prefect_api():
+                with early.started() if early else self.start(instances, work) as started:
+                    announce(started, self, say)
+                    yield started
+        finally:
+            if early is not None:
+                early.close()
 
 
 def _conflict(first: str, second: str, reason: str) -> None:
@@ -126,11 +153,11 @@ class EarlyStart:
     (also when the flow never took it). Made in the main thread: the workers' fork server
     is started here, deaf to Ctrl-C (`cluster.ready_forkserver`)."""
 
-    def __init__(self, settings: RunSettings, instances: int) -> None:
+    def __init__(self, settings: RunSettings, instances: int, work: Work = "batches") -> None:
         from puzzlesweep.flows.cluster import ready_forkserver
 
         ready_forkserver()
-        self._starting = settings.start(instances)
+        self._starting = settings.start(instances, work)
         self._started: Started | None = None
         self._error: BaseException | None = None
         self._closed = False
@@ -162,12 +189,21 @@ class EarlyStart:
             self._starting.__exit__(None, None, None)
 
 
-def warn_remote_without_api(
-    scheduler: str, address: str | None, configured: bool, say: Callable[[str], None]
-) -> None:
-    """Say when workers on other hosts could not reach the temporary Prefect API."""
-    host = scheduler.split("://", 1)[-1].rsplit(":", 1)[0]
-    if address and not configured and host not in ("127.0.0.1", "localhost", "[::1]"):
+def announce(started: "Started", settings: RunSettings, say: Callable[[str], None]) -> None:
+    """Tell `say` where the run's workers are: the scheduler, its workers and dashboard
+    (or the threads), and a warning when workers on other hosts could not reach the
+    temporary Prefect API."""
+    if started.scheduler is None:
+        n = started.workers
+        say(f"{n} {'thread' if n == 1 else 'threads'} in this process")
+        return
+    link = started.dashboard or "(none)"
+    say(f"Dask scheduler {started.scheduler}, {started.workers} workers, dashboard {link}")
+    from puzzlesweep.flows.api import configured_api
+
+    host = started.scheduler.split("://", 1)[-1].rsplit(":", 1)[0]
+    remote = host not in ("127.0.0.1", "localhost", "[::1]")
+    if settings.address and remote and configured_api() is None:
         say(
             "warning: PREFECT_API_URL is not set, and the temporary Prefect API listens "
             "on 127.0.0.1 only: workers on other hosts cannot report their tasks. "

@@ -24,18 +24,17 @@ import os
 import resource
 import time
 from collections.abc import Callable
-from contextlib import ExitStack, nullcontext, suppress
+from contextlib import ExitStack
 from datetime import UTC, datetime
-from functools import partial
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from puzzlesweep import catalog
 from puzzlesweep.core import BadInput
-from puzzlesweep.flows.cluster import api_and_cluster, connect, on_every_part, worker_identity
-from puzzlesweep.flows.faults import interrupted
-from puzzlesweep.flows.run_record import new_run_id, record_link
+from puzzlesweep.flows.cluster import connect, on_every_part, worker_identity
+from puzzlesweep.flows.run_record import RunRecord, manifest, recorded
+from puzzlesweep.flows.settings import RunSettings
 from puzzlesweep.solvers import Limits, frontier
 from puzzlesweep.solvers.frontier import sharded
 from puzzlesweep.solvers.frontier.sharded import ShardedRun, Step
@@ -132,29 +131,25 @@ def sharded_search(
 def run_search(
     run: ShardedRun,
     verify: Callable[[list], int],
-    address: str | None = None,
-    workers: int = 2,
-    dashboard_address: str | None = None,
+    settings: RunSettings,
+    family,
+    p=None,
     wall_seconds: float | None = None,
     announce: Callable[[str], None] | None = None,
     on_running: Callable[..., None] | None = None,
-    connect_timeout: float = 10.0,
-    catalog_path: str | None = None,
-    family=None,
-    p=None,
 ) -> dict:
-    """`sharded_search` of `run` on Dask (the scheduler at `address`, or a new
-    LocalCluster of `workers` processes) under the configured or a temporary Prefect
-    API, as `flows.prove.run_prove` runs a proof; `announce(line)` is told the cluster's
-    address and every finished layer; `on_running` is the flow's Prefect `on_running`
-    hook. With `catalog_path` the run has its row in the catalog's `runs` as a sweep's
+    """`sharded_search` of `run` on the cluster of `settings` (a `RunSettings`: the
+    scheduler at its address, or a new LocalCluster) under the configured or a temporary
+    Prefect API, started as a sweep's are (`RunSettings.start_with_api`); `announce(line)`
+    is told the cluster's address and every finished layer; `on_running` is the flow's
+    Prefect `on_running` hook. The run has its row in the catalog's `runs` as a sweep's
     (`running` before any cluster starts, a heartbeat, then `finished`, `interrupted` or
-    `failed`; the `family` module's results table is made if missing), and the answer of
-    instance `p` (the family's Params; None for every start) is written to `results`
-    under the run's id (`write_row`). Returns the flow's
-    report plus "scheduler", "dashboard" and "row" (a new results row was written).
-    Raises BadInput for an address that does not answer, for a folder that cannot hold
-    this search (`sharded.check_folder`: another search, a file, no permission) or that
+    `failed`: `run_record.recorded`; the `family` module's results table is made if
+    missing), and the answer of instance `p` (the family's Params; None for every start)
+    is written to `results` under the run's id (`write_row`). Returns the flow's report
+    plus "scheduler", "dashboard" and "row" (a new results row was written). Raises
+    BadInput for an address that does not answer, for a folder that cannot hold this
+    search (`sharded.check_folder`: another search, a file, no permission) or that
     another search holds (`sharded.folder_lock`), before any cluster starts."""
     held = ExitStack()
     try:  # before any cluster starts
@@ -164,82 +159,50 @@ def run_search(
         raise BadInput(str(exc)) from None
     except OSError as exc:  # a read-only file system, seen only when writing
         raise BadInput(f"folder {run.folder}: {exc.strerror or exc}") from None
+    catalog_path = catalog.resolve(settings.catalog)
+    say = announce or (lambda line: None)
     with held:
-        manifest = _claim(run, catalog_path, wall_seconds, family, p) if catalog_path else None
-        beating = catalog.Heartbeat(catalog_path, lambda: manifest) if manifest else nullcontext()
-        try:
-            with beating:
-                linked = partial(record_link, catalog_path, manifest) if manifest else None
-                report = _search(run, verify, address, workers, dashboard_address, wall_seconds,
-                                 announce, on_running, connect_timeout, linked)  # fmt: skip
-                row = p is not None and write_row(
-                    catalog_path, family, p, report, wall_seconds, manifest
-                )
-        except BaseException as exc:  # the run's own bookkeeping never hides why it ended
-            if manifest:
-                with suppress(Exception):
-                    _end(catalog_path, manifest, "interrupted" if interrupted(exc) else "failed")
-            raise
-        if manifest:
-            _end(catalog_path, manifest, "finished", report["status"] if row else None, p)
+        record = _record(run, catalog_path, wall_seconds, family, p)
+        with recorded(record), settings.start_with_api(None, say, "layers") as started:
+            record.manifest["dask_dashboard_url"] = started.dashboard
+            record.write()
+            report = _search(run, verify, started, wall_seconds, say, on_running)
+            row = p is not None and write_row(
+                catalog_path, family, p, report, wall_seconds, record.manifest
+            )
+            # a finished search of instance p that wrote no row found its answer stored
+            record.manifest["skipped"] = int(p is not None and not row)
     return {**report, "row": row}
 
 
-def _search(run, verify, address, workers, dashboard, wall, announce, on_running, timeout, linked):
-    """`sharded_search` on the cluster `api_and_cluster` gives, its layers announced, and
-    `linked(dashboard URL)` told once the cluster is up."""
-    say = announce or (lambda line: None)
+def _search(run, verify, started, wall, say, on_running) -> dict:
+    """`sharded_search` on the `started` cluster (`settings.Started`), its layers told
+    to `say`."""
 
     def on_layer(step: Step, manifest: dict) -> None:
         side = "forward" if step.side == "f" else "backward"
         say(f"target {step.target}: {side} layer {step.d + 1}, {manifest['keys']:,} keys "
-            f"({time.perf_counter() - started:.0f} s)")  # fmt: skip
+            f"({time.perf_counter() - begun:.0f} s)")  # fmt: skip
 
-    with api_and_cluster(address, workers, dashboard, timeout, say) as (scheduler, link, _):
-        if linked is not None:
-            linked(link)
-        started = time.perf_counter()
-        flow_ = sharded_search.with_options(
-            flow_run_name=f"search {run.folder}", on_running=[on_running] if on_running else None
-        )
-        report = flow_(run, scheduler, verify, on_layer, wall)
-    return {**report, "scheduler": scheduler, "dashboard": link}
+    begun = time.perf_counter()
+    flow_ = sharded_search.with_options(
+        flow_run_name=f"search {run.folder}", on_running=[on_running] if on_running else None
+    )
+    report = flow_(run, started.scheduler, verify, on_layer, wall)
+    return {**report, "scheduler": started.scheduler, "dashboard": started.dashboard}
 
 
-def _claim(run: ShardedRun, catalog_path: str, wall: float | None, family, p) -> dict:
-    """The `runs` manifest of a new search run, its row written (state `running`) by
-    `catalog.claim`: sweep `search-` and 12 hex digits of the folder's absolute path
-    (one sweep per folder in `runs`); `spec` holds the folder, its fingerprint and the
-    limits as JSON; one instance planned, none for every start. Raises BadInput while a
-    search of the same folder is alive in the catalog (one elsewhere, sharing the folder:
-    on this machine `sharded.folder_lock` refuses first), and as `catalog.prepare` for a
-    results table that cannot take the family's rows."""
+def _record(run: ShardedRun, catalog_path: str, wall: float | None, family, p) -> RunRecord:
+    """The `RunRecord` of a new search run: sweep `search-` and 12 hex digits of the
+    folder's absolute path (one sweep per folder in `runs`); `spec` holds the folder,
+    its fingerprint and the limits as JSON; one instance planned, none for every start.
+    Raises as `catalog.prepare` for a results table that cannot take the family's rows."""
     folder = os.path.abspath(run.folder)
     spec = {"folder": folder, **sharded.fingerprint(run), "memory": run.memory, "wall": wall}
-    manifest = {
-        "run_id": new_run_id(),
-        "sweep": f"search-{hashlib.sha256(folder.encode()).hexdigest()[:12]}",
-        "spec_path": None,
-        "spec": json.dumps(spec),
-        "started_at": datetime.now(UTC),
-        "planned": 0 if p is None else 1,
-        "skipped": 0,
-        "batch_size": 1,
-        "force": False,
-    }
+    sweep = f"search-{hashlib.sha256(folder.encode()).hexdigest()[:12]}"
+    columns = manifest(sweep, json.dumps(spec), 0 if p is None else 1)
     catalog.prepare(catalog_path, {family.Params})
-    catalog.claim(catalog_path, manifest)
-    return manifest
-
-
-def _end(catalog_path: str, manifest: dict, state: str, status=None, p=None) -> None:
-    """Write the last `runs` row of a search run: `state`, and the status of the row it
-    wrote (None: it wrote none) counted once, now as `finished_at`; a finished search of
-    instance `p` that wrote no row found its answer stored (`skipped` 1)."""
-    counts = {name: int(name == status) for name in catalog.STATUSES}
-    ended = {"state": state, "finished_at": datetime.now(UTC), "solved": sum(counts.values())}
-    ended["skipped"] = int(state == "finished" and p is not None and status is None)
-    catalog.write_run(catalog_path, {**manifest, **counts, **ended})
+    return RunRecord(columns["run_id"], catalog_path, columns)
 
 
 def catalog_row(family, p, report: dict, wall_seconds: float | None, started_at) -> dict:

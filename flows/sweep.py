@@ -31,19 +31,14 @@ from prefect.states import Cancelled, Failed
 
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows import run_record
-from puzzlesweep.flows.cluster import (
-    configured_api,
-    connect,
-    enclosing_scheduler,
-    prefect_api,
-    quiet_dask,
-)
+from puzzlesweep.flows.api import configured_api, prefect_api
+from puzzlesweep.flows.cluster import connect, enclosing_scheduler, quiet_dask
 from puzzlesweep.flows.control import CALLER, Caller, Control
 from puzzlesweep.flows.faults import RunStopped
 from puzzlesweep.flows.flight import solve_batches
 from puzzlesweep.flows.progress import instances_word
 from puzzlesweep.flows.run_record import SpecSource
-from puzzlesweep.flows.settings import RETRIES, EarlyStart, RunSettings, warn_remote_without_api
+from puzzlesweep.flows.settings import RETRIES, EarlyStart, RunSettings, announce
 
 __all__ = ["RETRIES", "run_sweep", "sweep"]
 
@@ -243,18 +238,7 @@ def _solve_run(run, control: Control, settings: RunSettings, early) -> dict:
         run.manifest["dask_dashboard_url"] = started.dashboard
         if started.dashboard:
             run.write()  # the link is on the dashboard now, not at the next heartbeat
-        if started.scheduler:
-            link = started.dashboard or "(none)"
-            control.announce(
-                f"Dask scheduler {started.scheduler}, {started.workers} workers, dashboard {link}"
-            )
-            configured = configured_api() is not None
-            warn_remote_without_api(
-                started.scheduler, settings.address, configured, control.announce
-            )
-        else:
-            n = started.workers
-            control.announce(f"{n} {'thread' if n == 1 else 'threads'} in this process")
+        announce(started, settings, control.announce)
         try:
             report = solve_batches(run, control, started, settings)
         except (KeyboardInterrupt, TerminationSignal):

@@ -18,6 +18,7 @@ from puzzlesweep import catalog, certificate, puzzles
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows.cluster import dask_cluster
 from puzzlesweep.flows.prove import run_prove, solve_part
+from puzzlesweep.flows.settings import RunSettings
 from puzzlesweep.isolate import Children
 from puzzlesweep.proof import Proof, build, solve_one, stored
 from puzzlesweep.recheck import recheck
@@ -111,7 +112,8 @@ def test_prove_on_a_local_cluster_resumes_and_rechecks(prefect_api, tmp_path):
     # buckets [0,0], 1, [2,7] for the outer rows 0 and 5; 9 vectors, 6 up to reflection
     proof = Proof("no_k_in_row", {"dims": [6, 7], "k": 5}, "0:0,5", 1, Limits(30), cutoff=False)
     with dask_cluster(None, 2, "127.0.0.1:0") as (address, _, _):
-        report = run_prove(proof, str(results), address, probe_seconds=5)
+        settings = RunSettings(catalog=str(results), address=address)
+        report = run_prove(proof, settings, probe_seconds=5)
         assert (report["status"], report["objective"], report["bound"]) == ("optimal", 8.0, 8.0)
         assert report["parts"] == 6 and report["solved"] == 6 and report["missing"] == 0
         assert recheck(str(results), proof) == []
@@ -129,7 +131,7 @@ def test_prove_on_a_local_cluster_resumes_and_rechecks(prefect_api, tmp_path):
         table = DeltaTable(str(results / "results"))
         lost = ", ".join(f"'{proof.key}.{i}'" for i in (0, 4, 5))  # part 3 holds the optimum
         assert table.delete(f"params_key IN ({lost})")["num_deleted_rows"] == 3
-        again = run_prove(replace(proof, cutoff=True), str(results), address)
+        again = run_prove(replace(proof, cutoff=True), settings)
     assert (again["stored"], again["solved"], again["status"]) == (3, 3, "optimal")
     assert recheck(str(results), proof) == []
     _, rows = catalog.query(

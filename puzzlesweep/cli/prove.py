@@ -8,7 +8,6 @@ from pydantic import ValidationError
 
 from puzzlesweep import catalog
 from puzzlesweep.cli.common import (
-    CORES,
     DASHBOARD_DEFAULT,
     AddressOption,
     CatalogOption,
@@ -103,15 +102,16 @@ def prove(
     try:
         running = {"--wall": wall, "--probe": probe or None, "--memory-limit": memory_limit}
         _refuse_prove_conflicts(address, workers, check, running, resolve, solver)
-        memory = parse_memory(memory_limit)
         if check and certificate:
             _print_file_check(family, params, split, width, solver, resolve_seconds, certificate)
             return
         if certificate and not check:
             _check_certificate_target(certificate)
         proof = _proof(family, params, split, width, solver, time_limit, cutoff)
-        dashboard_address = dashboard_address or DASHBOARD_DEFAULT
-        _check_run_options(proof, catalog_path, wall, probe, workers, dashboard_address, address)
+        settings = _run_settings(
+            proof, wall, probe, catalog=catalog_path, address=address, workers=workers,
+            dashboard_address=dashboard_address, memory_limit=parse_memory(memory_limit),
+        )  # fmt: skip
     except ValidationError as exc:
         raise fail(f"{family}: {validation_message(exc, puzzles.get(family).Params)}") from None
     except (BadInput, ValueError) as exc:
@@ -119,8 +119,7 @@ def prove(
     if check:
         _print_recheck(catalog_path, proof, resolve_seconds)
         return
-    options = (address, workers, probe, wall, dashboard_address, memory)
-    report = _run_prove(proof, catalog_path, *options)
+    report = _run_prove(proof, settings, probe, wall)
     _print_report(f"{family} {' '.join(params or [])} split {proof.split}", proof, report)
     if certificate:
         _write_certificate(catalog_path, proof, certificate)
@@ -128,19 +127,25 @@ def prove(
         raise fail(f"{report['errors']} parts ended in error: see their rows' error column", 1)
 
 
-def _check_run_options(proof, catalog_path, wall, probe, workers, dashboard, address) -> None:
-    """Raise BadInput for a bad --wall, --probe, --workers or dashboard address, a bad
-    split, or a catalog that cannot be written."""
+def _run_settings(proof, wall: float | None, probe: float, **options):
+    """The run's `RunSettings` of `options` (the dashboard on `DASHBOARD_DEFAULT` unless
+    told). Raises BadInput for a bad --wall, --probe, --workers or dashboard address, a
+    bad split, or a catalog that cannot be written."""
+    from puzzlesweep.flows.settings import RunSettings
     from puzzlesweep.proof import build
+
+    options["dashboard_address"] = options["dashboard_address"] or DASHBOARD_DEFAULT
+    settings = RunSettings.of(flags=True, **options)
 
     if wall is not None and wall <= 0:
         raise BadInput(f"--wall must be > 0 seconds, got {wall}")
     if probe < 0:
         raise BadInput(f"--probe must be >= 0 seconds, got {probe}")
-    check_workers(workers)
-    check_dashboard_address(dashboard, bind=not address)
+    check_workers(settings.workers)
+    check_dashboard_address(settings.dashboard_address, bind=not settings.address)
     build(proof)
-    check_catalog_directory(catalog_path)
+    check_catalog_directory(settings.catalog)
+    return settings
 
 
 def _print_report(title: str, proof, report: dict) -> None:
@@ -310,12 +315,11 @@ def _write_certificate(catalog_path: str, proof, path: str) -> None:
     out.print(f"certificate written to {path}", highlight=False)
 
 
-def _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard, memory) -> dict:
-    """Run the attempt on the cluster at `address` (checked first: a port that accepts
-    and never answers exits 2 in 10 s) or on a local one of `workers` (default: the
-    cores), each part under `memory` bytes (None: the worker's share), announcing its
-    links on stderr; returns `flows.prove.run_prove`'s report. A run's failures exit as
-    `run_errors` says."""
+def _run_prove(proof, settings, probe: float, wall: float | None) -> dict:
+    """Run the attempt with `settings` (a `RunSettings`: on the cluster at its address,
+    checked first: a port that accepts and never answers exits 2 in 10 s, or on a local
+    one), announcing its links on stderr; returns `flows.prove.run_prove`'s report. A
+    run's failures exit as `run_errors` says."""
     from puzzlesweep.flows.api import check_configured
     from puzzlesweep.flows.cluster import probe_scheduler, quiet_dask
     from puzzlesweep.flows.prove import run_prove
@@ -323,18 +327,14 @@ def _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard, me
     quiet_dask()
     stopping = stopped_by_signals("the proof stopped; finished parts are kept")
     with run_errors(), stopping as take_sigterm:
-        if address:
-            probe_scheduler(address)
+        if settings.address:
+            probe_scheduler(settings.address)
         check_configured()  # a PREFECT_API_URL that does not serve, before any cluster
         return run_prove(
             proof,
-            catalog_path,
-            address,
-            workers or CORES,
+            settings,
             probe,
             wall,
-            dashboard,
             announce=lambda line: err.print(line, highlight=False, soft_wrap=True),
-            memory_limit=memory,
             on_running=take_sigterm,
         )

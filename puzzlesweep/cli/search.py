@@ -9,7 +9,6 @@ from pydantic import ValidationError
 
 from puzzlesweep import catalog
 from puzzlesweep.cli.common import (
-    CORES,
     DASHBOARD_DEFAULT,
     AddressOption,
     CatalogOption,
@@ -71,6 +70,7 @@ def search(
     catalog. Either way the run has its row in the catalog's `runs`, as a
     sweep's. A re-run with the same --folder resumes from its last layer."""
     from puzzlesweep import puzzles
+    from puzzlesweep.flows.settings import RunSettings
 
     catalog_path = location or catalog.default_catalog()
     try:
@@ -83,6 +83,10 @@ def search(
         check_dashboard_address(dashboard_address, bind=not address)
         run, verify, p = _search_run(family, params, folder, shards, parse_memory(memory_limit))
         check_catalog_directory(catalog_path)  # its run's row, and an instance's answer
+        settings = RunSettings.of(
+            flags=True, catalog=catalog_path, address=address, workers=workers,
+            dashboard_address=dashboard_address,
+        )  # fmt: skip
     except ValidationError as exc:
         raise fail(f"{family}: {validation_message(exc, puzzles.get(family).Params)}") from None
     except (BadInput, ValueError) as exc:
@@ -91,9 +95,7 @@ def search(
 
     with catalog_errors():
         check_configured()  # a PREFECT_API_URL that does not serve, before any cluster
-    module = puzzles.get(family)
-    options = (address, workers or CORES, dashboard_address, wall, catalog_path, module, p)
-    report = _run_search(run, verify, *options)
+    report = _run_search(run, verify, settings, puzzles.get(family), p, wall)
     what = "every start" if p is None else f"start {p.start}"
     out.print(
         f"{family} {' '.join(params or [])} ({what}): status {report['status']}  "
@@ -123,10 +125,10 @@ def _search_run(family: str, params, folder: str, shards: int, memory: int | Non
     return run, verify, p
 
 
-def _run_search(run, verify, address, workers, dashboard, wall, catalog_path, family, p) -> dict:
-    """`flows.shard.run_search` with its cluster's links and every layer on stderr, its
-    run recorded in `catalog_path` (`family`: the module; `p`: its Params or None); a
-    Ctrl-C or SIGTERM exits 130 or 143 with one line (the finished layers are kept)."""
+def _run_search(run, verify, settings, family, p, wall: float | None) -> dict:
+    """`flows.shard.run_search` with `settings` (a `RunSettings`), its cluster's links
+    and every layer on stderr (`family`: the module; `p`: its Params or None); a Ctrl-C
+    or SIGTERM exits 130 or 143 with one line (the finished layers are kept)."""
     from puzzlesweep.flows.cluster import probe_scheduler, quiet_dask
     from puzzlesweep.flows.shard import run_search
 
@@ -134,9 +136,6 @@ def _run_search(run, verify, address, workers, dashboard, wall, catalog_path, fa
     announce = lambda line: err.print(line, highlight=False, soft_wrap=True)  # noqa: E731
     stopping = stopped_by_signals(f"the search stopped; its layers are in {run.folder}")
     with run_errors(), stopping as take_sigterm:
-        if address:  # before run_search writes the folder's run.json
-            probe_scheduler(address)
-        return run_search(
-            run, verify, address, workers, dashboard, wall, announce, take_sigterm,
-            catalog_path=catalog_path, family=family, p=p,
-        )  # fmt: skip
+        if settings.address:  # before run_search writes the folder's run.json
+            probe_scheduler(settings.address)
+        return run_search(run, verify, settings, family, p, wall, announce, take_sigterm)
