@@ -553,3 +553,83 @@ def _knight(record) -> dict:
     row = solve_instance(instance, "highs", Limits(20))
     row.update(run_id=record.run_id, sweep="k", puzzlesweep_version="0", schema_version=5)
     return row
+
+
+ONE_SWEEP = """
+name = "limits"
+[[study]]
+family = "domination"
+time_limit = {limit}
+[study.grid]
+piece = "knight"
+rows = "1..2"
+cols = "=rows"
+"""
+
+# Measures, in Chromium, the runs table against its box and the page against the window.
+MEASURE_RUNS = """<script>
+const box = document.getElementById("runs"), table = box.querySelector("table");
+document.body.setAttribute("data-runs", JSON.stringify({
+  window: window.innerWidth, page: document.documentElement.scrollWidth,
+  box: box.clientWidth, content: box.scrollWidth,
+  table: Math.floor(table.getBoundingClientRect().width),
+  overflow: getComputedStyle(box).overflowX}));
+</script>"""
+
+
+def test_runs_at_two_time_limits_are_told_apart_and_the_runs_table_scrolls_in_its_box(tmp_path):
+    # Issue 37: two runs of one sweep that differ only in their time limit looked like
+    # duplicates, and the runs table ran off a 1,000 px window. The runs table keeps no
+    # time limit; each run's row keeps the spec it planned from, which does.
+    from puzzlesweep.flows import run_record
+
+    results = tmp_path / "results"
+    limits = {}
+    for limit in (5, 7):
+        spec = tmp_path / f"limits-{limit}.toml"
+        spec.write_text(ONE_SWEEP.format(limit=limit))
+        record = run_record.start(str(spec), RunSettings(catalog=str(results)))
+        try:
+            # knights dominating 1x1 and 2x2: 1 and 4 (OEIS A006075)
+            rows = [
+                _solved("domination", {"rows": n, "cols": n}, "highs", record.run_id, limit)
+                for n in (1, 2)
+            ]
+            assert [row["objective"] for row in rows] == [1, 4]
+            params = puzzles.get("domination").Params
+            catalog.write_batch(results, params, rows, f"{record.run_id}-00000")
+        finally:
+            record.end("finished")
+        limits[record.run_id] = float(limit)
+    server, url = serve_in_thread(results)
+    try:
+        status, body = request(url, "/api/state")
+        shown = {r["run_id"]: r for r in json.loads(body)["runs"]}
+        _, page = request(url, "/")
+        dom = chromium("--virtual-time-budget=4000", "--window-size=600,800", "--dump-dom", url)
+    finally:
+        server.shutdown()
+    assert status == 200 and set(shown) == set(limits)
+    for run_id, limit in limits.items():
+        assert (shown[run_id]["sweep"], shown[run_id]["done"]) == ("limits", 2)
+        assert shown[run_id]["time_limits"] == [limit]
+    assert catalog.query(results, "SELECT DISTINCT time_limit FROM results ORDER BY 1")[1] == [
+        (5.0,),
+        (7.0,),
+    ]
+    # the page: a time-limit column, no fixed width, the runs table in a box of its own
+    css = page.decode().split("</style>")[0]
+    assert not re.search(r"(max-)?width:\s*1000px", css)
+    assert re.search(r"\.scroll\{overflow-x:auto", css)
+    cells = dict(
+        re.findall(r'<tr data-run="([^"]+)">.*?data-field="time-limit"[^>]*>([^<]*)<', dom)
+    )
+    assert cells == {run_id: f"{limit:g} s" for run_id, limit in limits.items()}
+    measured = tmp_path / "measured.html"
+    measured.write_text(dom.split("<script>")[0] + MEASURE_RUNS + "</body></html>")
+    found = chromium("--window-size=600,800", "--dump-dom", measured.as_uri())
+    runs = json.loads(re.search(r'data-runs="([^"]*)"', found)[1].replace("&quot;", '"'))
+    # at 600 px the table is wider than the window: it scrolls inside its box, whole,
+    # and the page itself is no wider than the window
+    assert runs["overflow"] == "auto" and runs["page"] <= runs["window"]
+    assert runs["box"] < runs["table"] <= runs["content"]

@@ -5,7 +5,10 @@
   run starts (its row is written before any cluster starts): sweep, state (`running`,
   `finished`, `failed`, `interrupted`, or `lost` when its heartbeat stopped), instances
   done (its rows, `copies` of them carried over by symmetry), the instances it set out
-  to solve (`total`) and those it found in the catalog already (`skipped`), counts by
+  to solve (`total`) and those it found in the catalog already (`skipped`), its
+  per-instance `time_limits` (seconds, one per distinct value among its spec's studies:
+  the `runs` table keeps no time limit of its own, but every row keeps the spec the run
+  planned from; [] for a row whose spec cannot be read), counts by
   status, first start and last finish (UTC ISO), rate (instances per minute), the
   seconds left while it runs: the run's own estimate (the one its terminal shows, written
   into its `runs` row at each heartbeat) less the seconds since that heartbeat, and
@@ -25,11 +28,15 @@
 """
 
 import math
+import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from puzzlesweep import catalog, puzzles
+from puzzlesweep.flows.spec import Spec
 
 RUNS = """
 SELECT runs.run_id, runs.sweep, runs.state, runs.planned - runs.skipped AS total,
@@ -37,7 +44,7 @@ SELECT runs.run_id, runs.sweep, runs.state, runs.planned - runs.skipped AS total
        count(results.run_id) AS done, count_if(coalesce(results.equivalent, false)) AS copies,
        runs.started_at AS first_start,
        coalesce(max(results.finished_at), any_value(runs.heartbeat_at)) AS last_finish,
-       {estimate} AS estimate, runs.heartbeat_at
+       {estimate} AS estimate, runs.heartbeat_at, runs.spec
 FROM runs LEFT JOIN results USING (run_id)
 GROUP BY ALL ORDER BY first_start DESC LIMIT 50
 """
@@ -137,7 +144,7 @@ def _runs(connection, now: datetime) -> list[dict[str, Any]]:
     sql = RUNS.format(estimate="runs.seconds_left" if "seconds_left" in columns else "NULL")
     for row in connection.execute(sql).fetchall():
         run_id, sweep, run_state, total, skipped, flow_run, dask, done, copies, *times = row
-        first, last, estimate, beat = times
+        first, last, estimate, beat, spec = times
         seconds = max(((last or now) - first).total_seconds(), 1e-3)
         rate = done / seconds * 60
         running = run_state == "running"
@@ -154,6 +161,7 @@ def _runs(connection, now: datetime) -> list[dict[str, Any]]:
                 "copies": copies,
                 "total": total,
                 "skipped": skipped,
+                "time_limits": time_limits(spec),
                 "counts": by_status.get(run_id, {}),
                 "first_start": _iso(first),
                 "last_finish": _iso(last),
@@ -166,6 +174,20 @@ def _runs(connection, now: datetime) -> list[dict[str, Any]]:
             }
         )
     return entries
+
+
+def time_limits(spec: str | None) -> list[float]:
+    """The distinct per-instance time limits (seconds, ascending) of the studies of
+    `spec`, the TOML text a run planned from (its `runs` row's `spec`), with the spec's
+    default where a study names none; [] when `spec` is not a sweep spec (None, or a
+    maintenance row's operation). Reads the studies only: no grid is expanded."""
+    if not spec:
+        return []
+    try:
+        studies = Spec.model_validate(tomllib.loads(spec)).study
+    except (tomllib.TOMLDecodeError, ValidationError):
+        return []
+    return sorted({study.time_limit for study in studies})
 
 
 def _failures(connection) -> list[dict[str, Any]]:
