@@ -42,6 +42,10 @@ from puzzlesweep.solvers.frontier.sharded import ShardedRun, Step
 
 #: The `solver` column of a sharded search's row.
 SOLVER = "frontier-sharded"
+#: The depth-first dive for an incumbent takes at most this many seconds, and this
+#: share of the wall time.
+INCUMBENT_SECONDS = 10.0
+INCUMBENT_SHARE = 0.05
 
 
 def _worker() -> dict:
@@ -50,41 +54,52 @@ def _worker() -> dict:
     return {"worker": worker_identity()[0], "rss": rss}
 
 
-def _expand(run: ShardedRun, step: Step, i: int) -> dict:
-    """`sharded.expand_part` of shard i, on a worker."""
-    made = sharded.expand_part(run, step.target, step.side, step.d, i)
+def _expand(run: ShardedRun, step: Step, i: int, stop_at: float) -> dict:
+    """`sharded.expand_part` of shard i, on a worker, until the wall-clock `stop_at`;
+    "made" is None when it stopped there."""
+    made = sharded.expand_part(run, step.target, step.side, step.d, i, stop_at)
     return {"made": made, **_worker()}
 
 
-def _merge(run: ShardedRun, step: Step, j: int, other: int) -> dict:
-    """`sharded.merge_part` of shard j of the layer after `step`'s, on a worker."""
-    merged = sharded.merge_part(run, step.target, step.side, step.d + 1, j, other)
-    return {**merged, **_worker()}
+def _merge(run: ShardedRun, step: Step, j: int, other: int, stop_at: float) -> dict:
+    """`sharded.merge_part` of shard j of the layer after `step`'s, on a worker, until
+    the wall-clock `stop_at`; "merged" is None when it stopped there."""
+    merged = sharded.merge_part(run, step.target, step.side, step.d + 1, j, other, stop_at)
+    return {"merged": merged, **_worker()}
 
 
-def _layer(client, run: ShardedRun, step: Step, peaks: dict) -> dict:
-    """One layer: every shard expanded, then every shard merged; returns its manifest
-    and raises the first error of a part."""
+def _layer(client, run: ShardedRun, step: Step, peaks: dict, stop_at: float) -> dict | None:
+    """One layer: every shard expanded, then every shard merged; returns its manifest,
+    or None when a part stopped at the wall-clock `stop_at` (nothing recorded: the
+    next run redoes the layer); raises the first error of a part."""
     shards = range(run.shards)
-    rows = on_every_part(client, _expand, [(run, step, i) for i in shards])
-    other = len(sharded.manifests(run, step.target, "b" if step.side == "f" else "f"))
-    merged = on_every_part(client, _merge, [(run, step, j, other) for j in shards])
+    rows = on_every_part(client, _expand, [(run, step, i, stop_at) for i in shards])
+    merged = []
+    if all(row["made"] is not None for row in rows):
+        other = len(sharded.manifests(run, step.target, "b" if step.side == "f" else "f"))
+        merged = on_every_part(client, _merge, [(run, step, j, other, stop_at) for j in shards])
     for row in rows + merged:
         peaks[row["worker"]] = max(peaks.get(row["worker"], 0), row["rss"])
-    return {**sharded.record(run, step, merged), "made": sum(row["made"] for row in rows)}
+    if not merged or any(row["merged"] is None for row in merged):
+        return None
+    manifest = sharded.record(run, step, [row["merged"] for row in merged])
+    return {**manifest, "made": sum(row["made"] for row in rows)}
 
 
 @task(name="attempt", cache_policy=NO_CACHE)
 def attempt(
-    run: ShardedRun, client, step: Step, peaks: dict, on_layer, deadline: float = math.inf
+    run: ShardedRun, client, step: Step, peaks: dict, on_layer, stop_at: float = math.inf
 ) -> dict:
     """Expand layers, their parts on the Dask `client`'s workers, while the search stays
-    at `step.target` and the `deadline` (a `time.perf_counter` time) has not passed;
-    returns {"step": the next step (another target's or the end), "layers": layers
-    made}."""
+    at `step.target` and the wall-clock time `stop_at` (`time.time()`) has not passed;
+    a layer in flight at `stop_at` stops there, unrecorded. Returns {"step": the next
+    step (another target's, the end, or this one's when the time ran out), "layers":
+    layers made}."""
     made, target = 0, step.target
-    while step.kind == "expand" and step.target == target and time.perf_counter() < deadline:
-        manifest = _layer(client, run, step, peaks)
+    while step.kind == "expand" and step.target == target and time.time() < stop_at:
+        manifest = _layer(client, run, step, peaks, stop_at)
+        if manifest is None:
+            break
         made += 1
         if on_layer is not None:
             on_layer(step, manifest)
@@ -103,23 +118,32 @@ def sharded_search(
     """Run (or resume) the sharded search `run` with its parts on the Dask scheduler at
     `scheduler`; `verify(path)` replays a solution's rules and returns its moves
     (raising on an invalid one); `on_layer(step, manifest)` is called after each
-    recorded layer; no layer starts `wall_seconds` after the start (None: no limit).
-    Returns {"status": optimal | infeasible | time_limit, "objective", "bound" (the
-    fewest moves possible: every smaller target failed), "solution" (the rules), "layers":
+    recorded layer; `wall_seconds` after the start (None: no limit) every part stops
+    within about a second and the layer in flight is dropped (a re-run redoes it); a
+    depth-first dive first gives an incumbent (`sharded.incumbent`), which a time
+    limit reports with the bound the failed targets prove.
+    Returns {"status": optimal | infeasible | time_limit, "objective" (at a time limit
+    the incumbent's moves or None), "bound" (the fewest moves possible: every smaller
+    target failed), "solution" (the rules, replayed by `verify`), "layers":
     layers made by this run, "peak_rss": {worker: bytes}, "seconds"}. Raises
     RuntimeError when the replayed moves differ from the search."""
     started, made, peaks = time.perf_counter(), 0, {}
-    deadline = math.inf if wall_seconds is None else started + wall_seconds
+    stop_at = math.inf if wall_seconds is None else time.time() + wall_seconds
     step = sharded.plan(run)
+    best = None
+    if step.kind == "expand":  # an incumbent: what a time limit reports
+        share = INCUMBENT_SHARE * (math.inf if wall_seconds is None else wall_seconds)
+        best = sharded.incumbent(run, min(INCUMBENT_SECONDS, share))
     with connect(scheduler) as client:  # one client: opening one took about 0.3 s
-        while step.kind == "expand" and time.perf_counter() < deadline:
+        while step.kind == "expand" and time.time() < stop_at:
             task = attempt.with_options(task_run_name=f"target-{step.target}")
-            done = task(run, client, step, peaks, on_layer, deadline)
+            done = task(run, client, step, peaks, on_layer, stop_at)
             step, made = done["step"], made + done["layers"]
     report = {"layers": made, "peak_rss": peaks, "seconds": time.perf_counter() - started}
     if step.kind == "expand":  # the wall time ran out: the targets below this one failed
-        return {**report, "status": "time_limit", "objective": None, "bound": step.target,
-                "solution": None}  # fmt: skip
+        objective = None if best is None else verify(best)
+        return {**report, "status": "time_limit", "objective": objective, "bound": step.target,
+                "solution": best}  # fmt: skip
     if step.kind == "infeasible":
         return {**report, "status": "infeasible", "objective": None, "bound": None,
                 "solution": None}  # fmt: skip
