@@ -86,13 +86,15 @@ def regions_bound(board, prune):
 def expand(boards, at, ptr, order, fot, cond, nxt, maps, chain, out, prune, room):
     """Keys of the children of boards[at:] into `out` until it is full: every position
     one move away (`chain`: a token goes on while it can; else single rules). Returns
-    (children written, the index of the first board not expanded); a board whose
+    (children written, the index of the first board not expanded, children made before
+    pruning, for the pruning rate); a board whose
     children do not all fit is left for the next call. prune: the Merson regions of
     `problem.prune_table` (uint64): a child whose `regions_bound` (kind 1: full regions,
     2: regions not full) exceeds `room` is not written (kind 0: every child is; the
     chain goes on through it anyway)."""
     kind = prune[0]
     written = 0
+    seen = 0
     cap = out.shape[0]
     stack_b = np.empty(65, np.uint64)
     stack_p = np.empty(65, np.int64)
@@ -101,7 +103,7 @@ def expand(boards, at, ptr, order, fot, cond, nxt, maps, chain, out, prune, room
     i = at
     while i < boards.shape[0]:
         board = boards[i]
-        mark = written
+        mark, seen_mark = written, seen
         full = False
         for cell in range(cells):
             if (board >> np.uint64(cell)) & _ONE == 0:
@@ -123,6 +125,7 @@ def expand(boards, at, ptr, order, fot, cond, nxt, maps, chain, out, prune, room
                 if written >= cap:
                     full = True
                     break
+                seen += 1
                 if kind == 0 or regions_bound(child, prune) <= room:
                     out[written] = board_key(child, maps)
                     written += 1
@@ -132,9 +135,9 @@ def expand(boards, at, ptr, order, fot, cond, nxt, maps, chain, out, prune, room
             if full:
                 break
         if full:
-            return mark, i
+            return mark, i, seen_mark
         i += 1
-    return written, i
+    return written, i, seen
 
 
 @njit(cache=True)

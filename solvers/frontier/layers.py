@@ -29,13 +29,15 @@ class Stop(Exception):
 
 class Budget:
     """The clock, the node count and the bytes kept, against `limits` and `memory`
-    (bytes). `nodes` counts states expanded; `peak` the most bytes reported kept."""
+    (bytes). `nodes` counts states expanded; `made` the children they made and `kept`
+    those the pruning kept (`fill`); `peak` the most bytes reported kept."""
 
     def __init__(self, limits: Limits, memory: int):
         self.limits, self.memory = limits, memory
         self.started = time.perf_counter()
         self.deadline = self.started + limits.time_limit
         self.nodes = 0
+        self.made = self.kept = 0
         self.peak = 0
 
     def check(self, kept: int = 0) -> None:
@@ -65,16 +67,19 @@ def fill(
     rules; `prune` and `room` as in `kernels.expand`) written into `buffer` until it is
     full, doubling the buffer when one board's children alone overflow it. Returns
     (the buffer, keys written, the index of the first board not expanded) and counts
-    the boards expanded in `budget.nodes`."""
+    the boards expanded in `budget.nodes`, the children made in `budget.made` and those
+    the pruning kept in `budget.kept`."""
     ptr, order, fot, cond, nxt = tables
     while True:
-        written, following = expand(
+        written, following, seen = expand(
             boards, at, ptr, order, fot, cond, nxt, maps, chain, buffer, prune, room
         )
         if following > at or written:
             break
         buffer = np.empty(2 * len(buffer), np.uint64)
     budget.nodes += following - at
+    budget.made += seen
+    budget.kept += written
     return buffer, written, following
 
 

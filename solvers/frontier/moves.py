@@ -79,7 +79,7 @@ class _Side:
         # one call: a position whose children alone overflow the buffer (a lone token
         # walking back over a nearly empty board of 45 holes has millions of chains) makes
         # the side infinitely costly: the other side grows alone, pruned by its bound
-        made, done = expand(
+        made, done, _ = expand(
             sample, 0, ptr, order, fot, cond, nxt, self.maps, True, buffer, self.prune, room
         )
         if done == 0:
@@ -255,8 +255,16 @@ def min_moves(problem: LayeredProblem, budget: Budget, result: SolverResult) -> 
                 result.status, result.bound = "infeasible", None
                 result.solution = result.objective = None
                 return
-            if _attempt(problem, budget, result, target, attempts):
-                return
+            made, kept, tick = budget.made, budget.kept, time.perf_counter()
+            try:
+                if _attempt(problem, budget, result, target, attempts):
+                    return
+            finally:  # what this target cost, also when a limit stopped it
+                attempts.setdefault(target, {}).update(
+                    made=budget.made - made,
+                    kept=budget.kept - kept,
+                    seconds=time.perf_counter() - tick,
+                )
             target += 1
             result.bound = float(target)
     finally:

@@ -36,7 +36,9 @@ class LayeredProblem:
     array (G, size), cell permutations that map rules to rules (identity first); for
     `min_moves` and `solve` they must map the set of starts and the set of goals each to
     itself. starts, goals: tuples of bitboards (Python ints). question: see the module
-    docstring. memory: bytes the search may keep.
+    docstring. memory: bytes the search may keep. stars: whether the Merson bound counts
+    the stars (`merson_regions`; False: the corners and edge pairs alone, the bound of
+    the engine before, kept for benchmarks/peg_bench.py).
     """
 
     size: int
@@ -46,6 +48,7 @@ class LayeredProblem:
     goals: tuple[int, ...]
     question: Literal["solve", "min_moves", "reachable"] = "min_moves"
     memory: int = MEMORY
+    stars: bool = True
     tables: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -188,6 +191,7 @@ def prune_table(problem: LayeredProblem, kind: int) -> np.ndarray:
     name = f"prune{kind}"
     if name not in problem.tables:
         singles, pairs, stars = merson_regions(problem.rules, problem.size)
+        stars = stars if problem.stars else []
         paired = reduce(or_, pairs + stars, 0)  # the union: pairs share cells (T_5 on)
         cells = singles | paired
         if kind == 1:

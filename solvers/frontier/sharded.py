@@ -185,7 +185,7 @@ def expand_part(
     while at < len(frontier):
         if time.time() > deadline:
             return None
-        more, following = expand(
+        more, following, _ = expand(
             frontier[: at + BOARDS], at, ptr, order, fot, cond, nxt, maps, True,
             buffer[written:], prune, room,
         )  # fmt: skip
@@ -287,7 +287,7 @@ def _cost(run: ShardedRun, target: int, side: str, d: int, size: int) -> float:
     buffer = np.empty(1 << 20, np.uint64)
     room = target - (d + 1)
     maps = key_tables(run.problem)
-    made, done = expand(keys, 0, ptr, order, fot, cond, nxt, maps, True, buffer, prune, room)
+    made, done, _ = expand(keys, 0, ptr, order, fot, cond, nxt, maps, True, buffer, prune, room)
     if done == 0:  # one position's children overflow the buffer: grow the other side
         return math.inf
     return (made + done) * size / done
