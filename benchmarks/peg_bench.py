@@ -33,6 +33,7 @@ benchmarks/README.md, with the figures of the engines this one replaced.
 """
 
 import argparse
+import dataclasses
 import functools
 import json
 import logging
@@ -178,6 +179,41 @@ def sweep_starts(side: int) -> None:
     )
 
 
+def bounds(side: int, limit: float, memory: int) -> None:
+    """The all-starts fewest-moves search of T_side with the Merson bound of corners and
+    edge pairs (the engine before, `stars=False`) and with the stars too, side by side:
+    per target the positions stored (forward + backward layers), the children made,
+    the share the bound pruned, and the seconds (wall, and CPU of this process: the
+    machine is shared)."""
+    problem = peg.problem(side, list(range(peg.holes(side))), None, "min_moves", memory)
+    frontier.warm()
+    for stars in (False, True):
+        name = "corners, edge pairs and stars" if stars else "corners and edge pairs (before)"
+        cpu = time.process_time()
+        result = frontier.solve(dataclasses.replace(problem, stars=stars, tables={}), Limits(limit))
+        cpu = time.process_time() - cpu
+        peak = result.extra.get("peak_bytes", 0)
+        print(f"T_{side}, bound of {name}:", flush=True)
+        for target, row in sorted(result.extra.get("attempts", {}).items()):
+            stored = sum(row.get("forward", [])) + sum(row.get("backward", []))
+            made, kept = row.get("made", 0), row.get("kept", 0)
+            pruned = 1 - kept / made if made else 0.0
+            print(
+                f"  target {target}: {stored:,} positions stored, {made:,} children made, "
+                f"{pruned:.1%} pruned by the bound, {row.get('seconds', 0):.1f} s",
+                flush=True,
+            )
+        verified = None
+        if result.status == "optimal":
+            verified = peg.verify_any_start(side, tuple(result.solution)) == result.objective
+        print(
+            f"  {result.status}: {result.objective} moves (A127500: {KNOWN.get(side)}), bound "
+            f"{result.bound}, verified {verified}; {result.seconds:.1f} s wall, {cpu:.1f} s CPU, "
+            f"{result.nodes:,} positions expanded, {peak / 2**20:.0f} MiB of layers at most",
+            flush=True,
+        )
+
+
 def child(kind: str, side: int, limit: float, memory: int) -> None:
     """Run one measurement under the address-space limit and print it as JSON."""
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
@@ -220,6 +256,7 @@ def main() -> None:
     parser.add_argument("--memory", type=float, default=12.0, help="GiB per run")
     parser.add_argument("--sharded", type=int, help="side: the sharded search, 1 vs 2 workers")
     parser.add_argument("--sweep", type=int, help="side: every start's fewest moves, a sweep")
+    parser.add_argument("--bounds", type=int, nargs="*", default=[], help="sides: bound before/now")
     parser.add_argument("--one", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     memory = int(args.memory * 2**30)
@@ -227,6 +264,11 @@ def main() -> None:
         return compare(args.sharded, min(memory, frontier.MEMORY))
     if args.sweep:
         return sweep_starts(args.sweep)
+    if args.bounds:
+        logging.basicConfig(level=logging.WARNING, force=True)
+        for side in args.bounds:
+            bounds(side, args.limit, memory)
+        return None
     if args.one:
         return child(args.one[0], int(args.one[1]), args.limit, memory)
     runs = [("fewest", s) for s in args.sides if not args.solve] + [

@@ -10,12 +10,13 @@ import os
 import random
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from puzzlesweep.puzzles.peg_solitaire import engine
-from puzzlesweep.solvers import Limits, SolverResult
+from puzzlesweep.solvers import Limits, SolverResult, frontier
 from puzzlesweep.solvers.frontier import LayeredProblem, moves
 from puzzlesweep.solvers.frontier.layers import Budget, chains
 from puzzlesweep.solvers.frontier.problem import (
@@ -221,3 +222,29 @@ def test_the_goals_of_t9_are_never_expanded_backward():
     problem = engine.problem(9, list(range(45)), None, "min_moves")
     forward, backward = moves._Side(problem, False, 15), moves._Side(problem, True, 15)
     assert backward.cost() == math.inf and forward.cost() < math.inf
+
+
+def _fewest_over_all_starts(side: int, stars: bool) -> tuple[str, float, dict]:
+    problem = engine.problem(side, list(range(side * (side + 1) // 2)), None, "min_moves")
+    result = frontier.solve(replace(problem, stars=stars, tables={}), Limits(600))
+    assert engine.verify_any_start(side, tuple(result.solution)) == result.objective
+    return result.status, result.objective, result.extra["attempts"]
+
+
+@pytest.mark.parametrize("side", [4, 5, 6])
+def test_fewest_moves_over_all_starts_with_and_without_the_stars(side):
+    # OEIS A127500 (G. I. Bell, "Solving Triangular Peg Solitaire", JIS 11 (2008)
+    # 08.4.8): T_4 -> 5, T_5 -> 9, T_6 -> 9 over every one-vacancy start and one-peg
+    # finish; the same with the bound of the stars (none fits before T_7) and without,
+    # every target's children counted (made >= kept) and every solution replayed.
+    for stars in (True, False):
+        status, objective, attempts = _fewest_over_all_starts(side, stars)
+        assert (status, objective) == ("optimal", {4: 5, 5: 9, 6: 9}[side])
+        assert all(row["made"] >= row["kept"] >= 0 for row in attempts.values())
+
+
+@pytest.mark.slow
+def test_t7_fewest_moves_over_all_starts_with_and_without_the_stars():
+    # A127500: T_7 -> 12 (Bell 2008); the one star of T_7 prunes, the answer stays.
+    with_stars, without = (_fewest_over_all_starts(7, stars) for stars in (True, False))
+    assert with_stars[:2] == without[:2] == ("optimal", 12)
