@@ -211,7 +211,8 @@ def run_search(
 
 def _search(run, verify, address, workers, dashboard, wall, announce, on_running, timeout, linked):
     """`sharded_search` on the cluster `api_and_cluster` gives, its layers announced, and
-    `linked(dashboard URL)` told once the cluster is up."""
+    `linked(dashboard URL)` told once the cluster is up; the `wall` seconds count from
+    before the cluster and the Prefect API start (the search gets what they leave)."""
     say = announce or (lambda line: None)
 
     def on_layer(step: Step, manifest: dict) -> None:
@@ -219,6 +220,7 @@ def _search(run, verify, address, workers, dashboard, wall, announce, on_running
         say(f"target {step.target}: {side} layer {step.d + 1}, {manifest['keys']:,} keys "
             f"({time.perf_counter() - started:.0f} s)")  # fmt: skip
 
+    stop_at = None if wall is None else time.time() + wall  # the wall counts from here
     with api_and_cluster(address, workers, dashboard, timeout, say) as (scheduler, link, _):
         if linked is not None:
             linked(link)
@@ -226,7 +228,8 @@ def _search(run, verify, address, workers, dashboard, wall, announce, on_running
         flow_ = sharded_search.with_options(
             flow_run_name=f"search {run.folder}", on_running=[on_running] if on_running else None
         )
-        report = flow_(run, scheduler, verify, on_layer, wall)
+        left = None if stop_at is None else max(0.0, stop_at - time.time())
+        report = flow_(run, scheduler, verify, on_layer, left)
     return {**report, "scheduler": scheduler, "dashboard": link}
 
 

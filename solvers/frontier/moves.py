@@ -1,5 +1,7 @@
 """The `min_moves` question: fewest moves from a start to a goal, by a breadth-first
-search by moves from both ends that meets in the middle, pruned by Merson regions.
+search by moves from both ends that meets in the middle, pruned by Merson regions
+(`problem.prune_table`: corners, edge pairs and stars, an admissible and consistent
+bound on the moves still needed, or made so far on the backward side).
 
 Forward from the starts by moves; backward from the goals by *reverse moves* (rules
 undone in a row by one token), so that a position at backward distance d reaches a goal
