@@ -65,6 +65,9 @@ def search(
 ) -> None:
     """Fewest moves by a layered search whose layers are sharded over Dask workers.
 
+    `--wall` stops it wherever it is (within about a second of the limit, counted
+    from the command's start), keeping the bound proven and the best solution found.
+
     `start=all` asks for the fewest over every start (OEIS A127500), printed
     only; a start hole asks for one instance, whose row is also written to the
     catalog. Either way the run has its row in the catalog's `runs`, as a
@@ -90,9 +93,10 @@ def search(
     options = (address, workers or CORES, dashboard_address, wall, catalog_path, module, p)
     report = _run_search(run, verify, *options)
     what = "every start" if p is None else f"start {p.start}"
+    found = "best found" if report["status"] == "time_limit" else "fewest moves"
     out.print(
         f"{family} {' '.join(params or [])} ({what}): status {report['status']}  "
-        f"fewest moves {cell_text(report['objective'])}  bound {cell_text(report['bound'])}  "
+        f"{found} {cell_text(report['objective'])}  bound {cell_text(report['bound'])}  "
         f"{report['layers']} layers made now  {report['seconds']:.1f} s",
         highlight=False,
     )

@@ -6,13 +6,14 @@ A *layer* is a sorted uint64 array of distinct keys; `levels[d]` holds the keys 
 distance d from the roots of one side of a search.
 """
 
+import math
 import time
 from collections.abc import Iterator
 
 import numpy as np
 
 from .. import Limits
-from .kernels import expand, member
+from .kernels import NO_PRUNE, expand, member
 from .problem import key_of
 
 #: Child keys produced between two looks at the clock (and the size of that buffer).
@@ -81,6 +82,30 @@ def fill(
     budget.made += seen
     budget.kept += written
     return buffer, written, following
+
+
+#: Children a cost sample may make before pruning (the size of its buffer).
+SAMPLE_CHILDREN = 1 << 20
+
+
+def sample_cost(sample: np.ndarray, size: int, tables, maps, prune, room: int) -> float:
+    """The children (kept by `prune` against `room`) that expanding a layer of `size`
+    positions should make, measured on `sample`, some of its positions: first unpruned
+    into a buffer of `SAMPLE_CHILDREN`, which bounds the work; when one position's
+    children alone overflow it (a lone token walking back over a nearly empty board of
+    45 holes has millions of chains, nearly all pruned only after they are made), the
+    side is infinitely costly and the other side grows alone; otherwise the positions
+    that fit are expanded again with the pruning. Reverse moves from a sparse board
+    branch a hundred times more than moves, and the pruning changes with the depth."""
+    ptr, order, fot, cond, nxt = tables
+    buffer = np.empty(SAMPLE_CHILDREN, np.uint64)
+    _, done, _ = expand(sample, 0, ptr, order, fot, cond, nxt, maps, True, buffer, NO_PRUNE, 0)
+    if done == 0:
+        return math.inf
+    kept, _, _ = expand(
+        sample[:done], 0, ptr, order, fot, cond, nxt, maps, True, buffer, prune, room
+    )
+    return (kept + done) * size / done
 
 
 def meet(keys: np.ndarray, levels: list[np.ndarray]) -> tuple[np.ndarray, int] | None:

@@ -17,7 +17,6 @@ are many, one is met there without the largest layers ever being built.
 """
 
 import logging
-import math
 import time
 from dataclasses import replace
 
@@ -25,8 +24,8 @@ import numpy as np
 
 from .. import Limits, SolverResult
 from .depth_first import solvable
-from .kernels import board_keys, difference, distinct, expand, member, union
-from .layers import CHUNK, Budget, Stop, fill, meet, walk
+from .kernels import board_keys, difference, distinct, member, union
+from .layers import CHUNK, Budget, Stop, fill, meet, sample_cost, walk
 from .problem import (
     LayeredProblem,
     bound_of,
@@ -67,26 +66,15 @@ class _Side:
         self.levels = [distinct(board_keys(np.array(roots, np.uint64), self.maps))]
 
     def cost(self) -> float:
-        """The children the next expansion should make, measured on a sample of at most
-        `SAMPLE` positions of the last layer: reverse moves from a sparse board branch
-        a hundred times more than moves, and the pruning changes with the depth."""
+        """The children the next expansion should make (`layers.sample_cost`), measured
+        on a sample of at most `SAMPLE` positions of the last layer."""
         frontier = self.levels[-1]
         if len(frontier) <= SAMPLE:
             sample = frontier
         else:
             sample = frontier[:: len(frontier) // SAMPLE][:SAMPLE]
-        ptr, order, fot, cond, nxt = self.tables
-        buffer = np.empty(1 << 20, np.uint64)
         room = self.target - len(self.levels)
-        # one call: a position whose children alone overflow the buffer (a lone token
-        # walking back over a nearly empty board of 45 holes has millions of chains) makes
-        # the side infinitely costly: the other side grows alone, pruned by its bound
-        made, done, _ = expand(
-            sample, 0, ptr, order, fot, cond, nxt, self.maps, True, buffer, self.prune, room
-        )
-        if done == 0:
-            return math.inf
-        return (made + done) * len(frontier) / done
+        return sample_cost(sample, len(frontier), self.tables, self.maps, self.prune, room)
 
     def fill(self, budget: Budget, boards, at: int, buffer, room: int):
         """`layers.fill` with this side's moves, keys and pruning against `room`."""

@@ -42,7 +42,7 @@ import numpy as np
 from .. import Limits, SolverResult
 from .depth_first import solvable
 from .kernels import board_keys, difference, distinct, expand, member
-from .layers import CHUNK, Budget, Stop, walk
+from .layers import CHUNK, Budget, Stop, sample_cost, walk
 from .moves import DIVE_MEMORY
 from .problem import (
     MEMORY,
@@ -283,14 +283,8 @@ def _cost(run: ShardedRun, target: int, side: str, d: int, size: int) -> float:
         shard = np.load(run.layer(target, side, d) / f"s{j}.npy", mmap_mode="r")
         sample.append(np.array(shard[:: max(1, len(shard) // per)][:per]))
     keys = np.concatenate(sample)
-    (ptr, order, fot, cond, nxt), prune = _side_tables(run, side)
-    buffer = np.empty(1 << 20, np.uint64)
-    room = target - (d + 1)
-    maps = key_tables(run.problem)
-    made, done, _ = expand(keys, 0, ptr, order, fot, cond, nxt, maps, True, buffer, prune, room)
-    if done == 0:  # one position's children overflow the buffer: grow the other side
-        return math.inf
-    return (made + done) * size / done
+    tables, prune = _side_tables(run, side)
+    return sample_cost(keys, size, tables, key_tables(run.problem), prune, target - (d + 1))
 
 
 @contextmanager
