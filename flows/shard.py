@@ -46,6 +46,10 @@ SOLVER = "frontier-sharded"
 #: share of the wall time.
 INCUMBENT_SECONDS = 10.0
 INCUMBENT_SHARE = 0.05
+#: The search stops this share of the wall (at most these seconds) before it, to close
+#: its cluster and write its rows within the wall.
+WALL_MARGIN_SHARE = 0.05
+WALL_MARGIN_SECONDS = 10.0
 
 
 def _worker() -> dict:
@@ -166,6 +170,7 @@ def run_search(
     catalog_path: str | None = None,
     family=None,
     p=None,
+    started: float | None = None,
 ) -> dict:
     """`sharded_search` of `run` on Dask (the scheduler at `address`, or a new
     LocalCluster of `workers` processes) under the configured or a temporary Prefect
@@ -175,7 +180,10 @@ def run_search(
     (`running` before any cluster starts, a heartbeat, then `finished`, `interrupted` or
     `failed`; the `family` module's results table is made if missing), and the answer of
     instance `p` (the family's Params; None for every start) is written to `results`
-    under the run's id (`write_row`). Returns the flow's
+    under the run's id (`write_row`). `wall_seconds` count from `started` (a
+    `time.time()`, the command's start; None: now), so they include the API's and the
+    cluster's start; the search stops `WALL_MARGIN_SHARE` of them (at most
+    `WALL_MARGIN_SECONDS`) early, to close the cluster and write the rows. Returns the flow's
     report plus "scheduler", "dashboard" and "row" (a new results row was written).
     Raises BadInput for an address that does not answer, for a folder that cannot hold
     this search (`sharded.check_folder`: another search, a file, no permission) or that
@@ -194,7 +202,11 @@ def run_search(
         try:
             with beating:
                 linked = partial(record_link, catalog_path, manifest) if manifest else None
-                report = _search(run, verify, address, workers, dashboard_address, wall_seconds,
+                wall = None
+                if wall_seconds is not None:  # room to close the cluster and write the rows
+                    margin = min(WALL_MARGIN_SECONDS, WALL_MARGIN_SHARE * wall_seconds)
+                    wall = (started or time.time()) + wall_seconds - margin
+                report = _search(run, verify, address, workers, dashboard_address, wall,
                                  announce, on_running, connect_timeout, linked)  # fmt: skip
                 row = p is not None and write_row(
                     catalog_path, family, p, report, wall_seconds, manifest
@@ -209,10 +221,12 @@ def run_search(
     return {**report, "row": row}
 
 
-def _search(run, verify, address, workers, dashboard, wall, announce, on_running, timeout, linked):
+def _search(run, verify, address, workers, dashboard, stop_at, announce, on_running, timeout,
+            linked):  # fmt: skip
     """`sharded_search` on the cluster `api_and_cluster` gives, its layers announced, and
-    `linked(dashboard URL)` told once the cluster is up; the `wall` seconds count from
-    before the cluster and the Prefect API start (the search gets what they leave)."""
+    `linked(dashboard URL)` told once the cluster is up, until the wall-clock `stop_at`
+    (`time.time()`; None: no limit), which counts the Prefect API's and the cluster's
+    start (the search gets what they leave)."""
     say = announce or (lambda line: None)
 
     def on_layer(step: Step, manifest: dict) -> None:
@@ -220,7 +234,6 @@ def _search(run, verify, address, workers, dashboard, wall, announce, on_running
         say(f"target {step.target}: {side} layer {step.d + 1}, {manifest['keys']:,} keys "
             f"({time.perf_counter() - started:.0f} s)")  # fmt: skip
 
-    stop_at = None if wall is None else time.time() + wall  # the wall counts from here
     with api_and_cluster(address, workers, dashboard, timeout, say) as (scheduler, link, _):
         if linked is not None:
             linked(link)

@@ -2,6 +2,7 @@
 over a Dask cluster, every finished layer kept on disk so that the same command
 resumes)."""
 
+import time
 from typing import Annotated
 
 import typer
@@ -74,6 +75,7 @@ def search(
     sweep's. A re-run with the same --folder resumes from its last layer."""
     from puzzlesweep import puzzles
 
+    started = time.time()  # --wall counts from here
     catalog_path = location or catalog.default_catalog()
     try:
         refuse_together(
@@ -91,7 +93,7 @@ def search(
         raise fail(f"{family}: {exc}") from None
     module = puzzles.get(family)
     options = (address, workers or CORES, dashboard_address, wall, catalog_path, module, p)
-    report = _run_search(run, verify, *options)
+    report = _run_search(run, verify, *options, started)
     what = "every start" if p is None else f"start {p.start}"
     found = "best found" if report["status"] == "time_limit" else "fewest moves"
     out.print(
@@ -122,7 +124,9 @@ def _search_run(family: str, params, folder: str, shards: int, memory: int | Non
     return run, verify, p
 
 
-def _run_search(run, verify, address, workers, dashboard, wall, catalog_path, family, p) -> dict:
+def _run_search(
+    run, verify, address, workers, dashboard, wall, catalog_path, family, p, started
+) -> dict:
     """`flows.shard.run_search` with its cluster's links and every layer on stderr, its
     run recorded in `catalog_path` (`family`: the module; `p`: its Params or None); a
     Ctrl-C or SIGTERM exits 130 or 143 with one line (the finished layers are kept)."""
@@ -137,5 +141,5 @@ def _run_search(run, verify, address, workers, dashboard, wall, catalog_path, fa
             probe_scheduler(address)
         return run_search(
             run, verify, address, workers, dashboard, wall, announce, take_sigterm,
-            catalog_path=catalog_path, family=family, p=p,
+            catalog_path=catalog_path, family=family, p=p, started=started,
         )  # fmt: skip
