@@ -88,24 +88,22 @@ def fill(
 SAMPLE_CHILDREN = 1 << 20
 
 
-def sample_cost(sample: np.ndarray, size: int, tables, maps, prune, room: int) -> float:
-    """The children (kept by `prune` against `room`) that expanding a layer of `size`
-    positions should make, measured on `sample`, some of its positions: first unpruned
-    into a buffer of `SAMPLE_CHILDREN`, which bounds the work; when one position's
-    children alone overflow it (a lone token walking back over a nearly empty board of
-    45 holes has millions of chains, nearly all pruned only after they are made), the
-    side is infinitely costly and the other side grows alone; otherwise the positions
-    that fit are expanded again with the pruning. Reverse moves from a sparse board
-    branch a hundred times more than moves, and the pruning changes with the depth."""
+def sample_cost(sample: np.ndarray, size: int, tables, maps) -> float:
+    """The children that expanding a layer of `size` positions makes (the work: the
+    bound prunes a child only after it is made), measured on `sample`, some of its
+    positions, unpruned into a buffer of `SAMPLE_CHILDREN`, which bounds the sample's own
+    work. When one position's children alone overflow it (a lone token walking back
+    over a nearly empty board of 45 holes has millions of chains), the side is
+    infinitely costly and the other side grows alone. Reverse moves from a sparse board
+    branch a hundred times more than moves. Counting the children the bound kept chose,
+    on T_9 at target 12, a backward layer whose one goal made chains for 255 s and kept
+    none."""
     ptr, order, fot, cond, nxt = tables
     buffer = np.empty(SAMPLE_CHILDREN, np.uint64)
-    _, done, _ = expand(sample, 0, ptr, order, fot, cond, nxt, maps, True, buffer, NO_PRUNE, 0)
+    made, done, _ = expand(sample, 0, ptr, order, fot, cond, nxt, maps, True, buffer, NO_PRUNE, 0)
     if done == 0:
         return math.inf
-    kept, _, _ = expand(
-        sample[:done], 0, ptr, order, fot, cond, nxt, maps, True, buffer, prune, room
-    )
-    return (kept + done) * size / done
+    return (made + done) * size / done
 
 
 def meet(keys: np.ndarray, levels: list[np.ndarray]) -> tuple[np.ndarray, int] | None:

@@ -73,8 +73,7 @@ class _Side:
             sample = frontier
         else:
             sample = frontier[:: len(frontier) // SAMPLE][:SAMPLE]
-        room = self.target - len(self.levels)
-        return sample_cost(sample, len(frontier), self.tables, self.maps, self.prune, room)
+        return sample_cost(sample, len(frontier), self.tables, self.maps)
 
     def fill(self, budget: Budget, boards, at: int, buffer, room: int):
         """`layers.fill` with this side's moves, keys and pruning against `room`."""

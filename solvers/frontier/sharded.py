@@ -283,8 +283,8 @@ def _cost(run: ShardedRun, target: int, side: str, d: int, size: int) -> float:
         shard = np.load(run.layer(target, side, d) / f"s{j}.npy", mmap_mode="r")
         sample.append(np.array(shard[:: max(1, len(shard) // per)][:per]))
     keys = np.concatenate(sample)
-    tables, prune = _side_tables(run, side)
-    return sample_cost(keys, size, tables, key_tables(run.problem), prune, target - (d + 1))
+    tables, _ = _side_tables(run, side)
+    return sample_cost(keys, size, tables, key_tables(run.problem))
 
 
 @contextmanager
