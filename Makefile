@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 # Prefect's and Dask's offline, quiet settings are set by the CLI and the test suite
 # themselves (puzzlesweep.QUIET_DEFAULTS), so they hold outside make too.
 
-.PHONY: demo test test-slow browser format clean lock
+.PHONY: demo test test-slow browser slurm format clean lock
 
 # Installs are reproducible: every package at the exact version of requirements.lock
 # (pip constraints), the project itself editable.
@@ -46,12 +46,22 @@ browser:
 	    | { grep --line-buffered -E '^(Get|Setting up) ' || true; }; \
 	  command -v chromium >/dev/null && echo "== chromium is installed"; }
 
+# Debian's SLURM and munge for the one-node SLURM of the slow tests (tests/test_slurm.py);
+# the tests start their own daemons with their own configuration, none of the packages'.
+slurm:
+	@command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v sbatch >/dev/null \
+	  && command -v munged >/dev/null || { \
+	  echo "== installing Debian's slurmctld, slurmd, slurm-client and munge for the SLURM tests (about a minute)"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q slurmctld slurmd slurm-client munge \
+	    | { grep --line-buffered -E '^(Get|Setting up) ' || true; }; \
+	  command -v slurmctld >/dev/null && echo "== SLURM is installed"; }
+
 test: $(BIN)/.installed browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -n 2 --dist loadfile --durations=25
 
-test-slow: $(BIN)/.installed browser
+test-slow: $(BIN)/.installed browser slurm
 	$(BIN)/python -m pytest -m slow
 
 format: $(BIN)/.installed

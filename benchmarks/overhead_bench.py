@@ -145,6 +145,15 @@ if __name__ == "__main__":
 """
 
 
+#: The tiny sweep's domination boards: (piece, variant) -> (most rows, most columns).
+TINY_BOARDS = {
+    ("king", "dominating"): (12, 22),
+    ("king", "independent"): (12, 22),
+    ("bishop", "dominating"): (8, 12),
+    ("knight", "dominating"): (8, 10),
+}
+
+
 def spec_text() -> str:
     """The benchmark's sweep: one study per (family, fixed parameters, first side), so
     that every instance is its own canonical form (first side <= second side)."""
@@ -154,13 +163,7 @@ def spec_text() -> str:
     for a in range(2, 26):
         grid = f"dims = [{', '.join(f'[{a}, {b}]' for b in range(max(a, 5), 26))}]\nk = 5"
         studies.append(STUDY.format(family="no_k_in_row", grid=grid))
-    boards = {
-        ("king", "dominating"): (12, 22),
-        ("king", "independent"): (12, 22),
-        ("bishop", "dominating"): (8, 12),
-        ("knight", "dominating"): (8, 10),
-    }
-    for (piece, variant), (most_rows, most_cols) in boards.items():
+    for (piece, variant), (most_rows, most_cols) in TINY_BOARDS.items():
         for rows in range(1, most_rows + 1):
             grid = f'piece = "{piece}"\nvariant = "{variant}"\nrows = {rows}\n'
             studies.append(

@@ -9,8 +9,8 @@ Part `freeze` (`puzzlesweep.cli.stopping._freeze_local_workers`): `puzzlesweep r
 24 small domination boards in batches of one on a LocalCluster of 2 workers, SIGINT to
 its process group 0 to 1.5 s after its first commit, with the local workers frozen
 (SIGSTOP, as shipped) and without (`_freeze_local_workers` replaced by a no-op: what
-is left is the Dask Event `flows.cluster.commits_stopped` that each batch asks before
-its commit, and the workers' own exit when their nanny's process ends). Per run: exit
+is left is the workers' own exit when their nanny's process ends; the workers never
+commit, the run's one writer does). Per run: exit
 code, seconds from the signal to the exit, lines on stderr, a traceback, and the rows
 the run committed after its `runs` row was written (its rows in `results`, counted 5 s
 after the exit, minus the row's `solved`).

@@ -22,8 +22,9 @@ they were at an earlier version or time, and a DuckDB connection with three view
 """
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from importlib.metadata import PackageNotFoundError, version
+from typing import NamedTuple
 
 import pyarrow as pa
 
@@ -60,6 +61,7 @@ from puzzlesweep.catalog.store import (
     CatalogUnreachable,
     Location,
     append,
+    committed_of,
     exists,
     is_table,
     locate,
@@ -139,34 +141,63 @@ def prepare(catalog: CatalogLike, params_models: Iterable[type]) -> Location:
     return location
 
 
+class BatchRows(NamedTuple):
+    """The rows of one batch, to be written once: `app_id` (its Delta application
+    transaction, e.g. "RUN-00012"), `params_model` (its family's parameter model) and
+    `rows` (dicts with the common columns and a `params` dict, all of that family)."""
+
+    app_id: str | None
+    params_model: type
+    rows: list[dict]
+
+
+def write_batches(catalog: CatalogLike, batches: Sequence[BatchRows]) -> list[str]:
+    """Append the rows of `batches` (of any families) to `results` as one commit that
+    carries every batch's `app_id` as a Delta application transaction: a group commit,
+    so that one writer keeps up with many workers. A batch whose app id a commit
+    already carries is left out (a retried or re-executed batch is stored once).
+    Returns the app ids written.
+
+    Raises ValueError for an empty batch, a batch of several families or an objective
+    or bound that is not a whole number (`schema.integral_values`), pyarrow's errors for
+    values that do not fit the schema, OSError from the storage. A table made before
+    schema version 5 keeps its double objective and bound: the values are cast to it."""
+    location = locate(catalog)
+    for batch in batches:
+        if not batch.rows:
+            raise ValueError("a batch needs at least one row")
+        if len({row["family"] for row in batch.rows}) != 1:
+            raise ValueError("every row of a batch must be of one family")
+    if not batches:
+        return []
+    tables = [
+        pa.Table.from_pylist(
+            _flat([integral_values(row) for row in b.rows]), schema=schema(b.params_model)
+        )
+        for b in batches
+    ]
+    table = pa.concat_tables(tables, promote_options="default")
+    keys = [row["params_key"] for b in batches for row in b.rows]
+    app_ids = [b.app_id for b in batches if b.app_id is not None]
+    if append(location, RESULTS, table, app_ids, keys, partition_by=["family"]):
+        return app_ids
+    # a commit carries some of them already (an earlier attempt, or another writer)
+    done = committed_of(location, RESULTS, app_ids)
+    return write_batches(catalog, [b for b in batches if b.app_id not in done])
+
+
 def write_batch(
     catalog: CatalogLike, params_model: type, rows: list[dict], app_id: str | None = None
 ) -> bool:
-    """Append `rows` (dicts with the common columns and a `params` dict, all of one
-    family whose parameter model is `params_model`) to `results` as one commit. With
-    `app_id` (a run and batch, e.g. "RUN-00012"), the commit carries it as a Delta
-    application transaction and is skipped when one already does: a retried or
-    re-executed batch is stored once. Returns True when written, False when `app_id`
-    was already committed.
-
-    Raises ValueError for an empty batch, rows of several families or an objective or
-    bound that is not a whole number (`schema.integral_values`), pyarrow's errors for
-    values that do not fit the schema, OSError from the storage. A table made before
-    schema version 5 keeps its double objective and bound: the values are cast to it."""
-    if not rows:
-        raise ValueError("a batch needs at least one row")
-    if len({row["family"] for row in rows}) != 1:
-        raise ValueError("every row of a batch must be of one family")
-    rows = [integral_values(row) for row in rows]
-    table = pa.Table.from_pylist(_flat(rows), schema=schema(params_model))
-    keys = [row["params_key"] for row in rows]
-    return append(locate(catalog), RESULTS, table, app_id, keys, partition_by=["family"])
+    """Append `rows` of one family (`params_model`: its parameter model) to `results`
+    as one commit (`write_batches` of one batch). Returns True when written, False when
+    `app_id` was already committed. Raises as `write_batches`."""
+    return bool(write_batches(catalog, [BatchRows(app_id, params_model, rows)])) or (app_id is None)
 
 
 def committed(catalog: CatalogLike, app_id: str) -> bool:
     """Has a commit of `results` carried application transaction `app_id`?"""
-    table = open_table(locate(catalog), RESULTS)
-    return table is not None and table.transaction_version(app_id) is not None
+    return app_id in committed_of(locate(catalog), RESULTS, [app_id])
 
 
 def _version(package: str) -> str:
@@ -200,11 +231,14 @@ from puzzlesweep.catalog.runs import (  # noqa: E402
     live_runs,
     read_run,
     refuse_if_busy,
+    status_counts,
     write_run,
+    written,
 )
 
 __all__ = [
     "BadInput",
+    "BatchRows",
     "COMMON_COLUMNS",
     "COMMON_NAMES",
     "CatalogDamaged",
@@ -243,10 +277,13 @@ __all__ = [
     "resolve",
     "schema",
     "snapshot",
+    "status_counts",
     "summary",
     "to_arrow",
     "to_pandas",
     "versions",
     "write_batch",
+    "write_batches",
+    "written",
     "write_run",
 ]

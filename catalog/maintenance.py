@@ -14,6 +14,7 @@ import os
 import posixpath
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -31,9 +32,13 @@ from puzzlesweep.catalog.store import (
     filesystem,
     is_table,
     locate,
+    move,
     open_table,
 )
 from puzzlesweep.core import DONE_KEY, BadInput
+
+if TYPE_CHECKING:
+    from puzzlesweep.catalog.rebuild import Rebuilt
 
 DAMAGED = "damaged"  # CATALOG/damaged/VERSION/PATH: files taken out by `repair`
 
@@ -153,12 +158,15 @@ def repair(catalog) -> dict:
     """Under the maintenance lease (`runs.lease`): take every missing or unreadable data
     file out of `results` in one Delta commit (unreadable files move to
     `CATALOG/damaged/VERSION/`), then remove the rows stored more than once by one run
-    (a past double compaction). Returns {"removed": [paths], "lost": [params keys] or
-    None when the log cannot tell, "duplicates": rows removed, "version": the table
-    version after the repair, or None when nothing was wrong}. Raises BadInput for a
-    missing catalog or while another maintenance command holds the lease."""
+    (a past double compaction). Damaged commit files are set aside first, with the data
+    files only they held (`CATALOG/damaged/log-TIME/`), and a lost log is rebuilt
+    (`rebuild.rebuild`). Returns {"removed": [paths], "lost": [params keys] or None
+    when they cannot be named, "duplicates": rows removed, "rebuilt": a
+    `rebuild.Rebuilt` or None, "version": the table version after the repair, or None
+    when nothing was wrong}. Raises BadInput for a missing catalog or while another
+    maintenance command holds the lease."""
     location = locate(catalog)
-    aside = _set_aside_commits(location)
+    aside, folder = _set_aside_commits(location)
     rebuilt = _rebuild(location)
     if open_table(location, RESULTS) is None:
         raise BadInput(f"catalog {location.uri} has no results table")
@@ -167,8 +175,12 @@ def repair(catalog) -> dict:
         report["rebuilt"] = rebuilt
         if aside:
             report["commits"] = aside
+            orphans = orphaned_files(location)
             report["lost"] = sorted(set(report["lost"] or []) | set(_orphaned_keys(location)))
+            move(location, orphans, folder)  # a later rebuild must not take them in
             report["version"] = open_table(location, RESULTS).version()
+        if rebuilt is not None and rebuilt.unreadable:
+            report["lost"] = None  # the keys of an unreadable file went with the log
         report["duplicates"] = _remove_duplicates(location)
         if report["duplicates"] or rebuilt:
             report["version"] = open_table(location, RESULTS).version()
@@ -186,23 +198,13 @@ def lost_log_files(location: Location) -> list[str]:
     return orphaned_files(location)
 
 
-def _rebuild(location: Location) -> list[str]:
-    """Make `results` a Delta table again from `lost_log_files` (one commit, the files
-    stay where they are); returns them."""
-    from deltalake import CommitProperties, Field, Schema, convert_to_deltalake
+def _rebuild(location: Location) -> "Rebuilt | None":
+    """Make `results` a Delta table again from `lost_log_files` (`rebuild.rebuild`);
+    None when its log is not lost."""
+    from puzzlesweep.catalog.rebuild import rebuild
 
     files = lost_log_files(location)
-    if files:
-        convert_to_deltalake(
-            location.table(RESULTS),
-            partition_by=Schema([Field("family", "string")]),
-            partition_strategy="hive",
-            storage_options=location.storage_options or None,
-            commit_properties=CommitProperties(
-                custom_metadata={"puzzlesweep.rebuilt": json.dumps(len(files))}
-            ),
-        )
-    return files
+    return rebuild(location, files) if files else None
 
 
 def _reverify(location: Location) -> list[tuple[str, str]]:
@@ -225,18 +227,14 @@ def _reverify(location: Location) -> list[tuple[str, str]]:
     return failed
 
 
-def _set_aside_commits(location: Location) -> list[str]:
+def _set_aside_commits(location: Location) -> tuple[list[str], str]:
     """Move the damaged commit files of both tables to `CATALOG/damaged/log-TIME/`
-    (same relative paths); returns the files moved (relative to the catalog root)."""
+    (same relative paths); returns the files moved (relative to the catalog root) and
+    that folder."""
     moved = [path for name in (RESULTS, RUNS) for path in damaged_commits(location, name)]
-    if not moved:
-        return []
     folder = f"{DAMAGED}/log-{datetime.now(UTC):%Y%m%dT%H%M%S}"
-    fs = filesystem(location)
-    for path in moved:
-        fs.create_dir(posixpath.dirname(f"{folder}/{path}"), recursive=True)
-        fs.move(path, f"{folder}/{path}")
-    return moved
+    move(location, moved, folder)
+    return moved, folder
 
 
 def orphaned_files(location: Location) -> list[str]:

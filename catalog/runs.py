@@ -12,9 +12,12 @@ solve and store every instance twice).
 """
 
 import os
+import random
 import socket
 import threading
+import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -22,14 +25,22 @@ from typing import Any
 
 import pyarrow as pa
 
-from puzzlesweep.catalog.schema import RUN_SCHEMA, SCHEMA_VERSION
-from puzzlesweep.catalog.store import RUNS, commits, locate, open_table, replace
+from puzzlesweep.catalog.schema import RUN_SCHEMA, SCHEMA_VERSION, STATUSES
+from puzzlesweep.catalog.store import (
+    RESULTS,
+    RUNS,
+    commits,
+    locate,
+    open_table,
+    reaching,
+    replace,
+)
 
 HEARTBEAT_SECONDS = 20.0
 #: The `sweep` of the rows that maintenance commands (compact, repair) write in `runs`
 #: while they hold the catalog's maintenance lease (`lease`).
 MAINTENANCE = "catalog-maintenance"
-LEASE = "puzzlesweep.lease"  # commit info entry of a lease claim: the claiming run_id
+LEASE = "puzzlesweep.lease"  # commit info entry of a claim (a run's, a lease's): its run_id
 
 
 def _quote(text: str) -> str:
@@ -102,9 +113,31 @@ def live_runs(catalog, sweep: str) -> list[dict]:
         ),
     )
     for row in [row for row in rows if _dead_here(row)]:
-        write_run(catalog, {**row, "state": "lost"})
+        write_run(catalog, {**row, **written(catalog, row["run_id"]), "state": "lost"})
         rows.remove(row)
     return sorted(rows, key=lambda row: (row["started_at"], row["run_id"]))
+
+
+def written(catalog, run_id: str) -> dict[str, int]:
+    """The counts of run `run_id`'s rows in `results`: "solved" (its rows) and one per
+    status; empty when the table cannot be read (the caller keeps the counts it has)."""
+    import pyarrow.dataset as ds
+
+    try:
+        table = open_table(locate(catalog), RESULTS)
+        if table is None:
+            return {}
+        found = table.to_pyarrow_dataset().to_table(
+            columns=["status"], filter=ds.field("run_id") == run_id
+        )
+    except Exception:  # noqa: BLE001 (an unreadable catalog: the row's counts stand)
+        return {}
+    return {**status_counts(Counter(found["status"].to_pylist())), "solved": found.num_rows}
+
+
+def status_counts(counts: Counter) -> dict[str, int]:
+    """One `runs` column per status (`STATUSES`), zero when absent from `counts`."""
+    return {status: counts.get(status, 0) for status in STATUSES}
 
 
 class Heartbeat:
@@ -154,24 +187,58 @@ def _busy(run: dict) -> Exception:
 def claim(catalog, manifest: dict, allow_concurrent: bool = False) -> None:
     """Write the row of a starting run (`manifest` with state `running`). Unless
     `allow_concurrent`, first refuse when a run of the same sweep is alive, and after
-    writing, when one started at the same moment won the race (the earlier start, then
-    the smaller run id, keeps the sweep; this one's row then says `failed`). Raises
-    BadInput naming the other run."""
-    sweep = manifest["sweep"]
-    if not allow_concurrent:
-        refuse_if_busy(catalog, sweep)
-    write_run(catalog, {**manifest, "state": "running"})
+    writing, when another claim of the sweep committed before this one won the race
+    (`_first`: of runs started at the same instant, the first claim in the log keeps
+    the sweep); the refused run's row is then taken out again, so that a refusal leaves
+    nothing in `runs`. Raises BadInput naming the other run."""
+    location = locate(catalog)
     if allow_concurrent:
+        write_run(location, {**manifest, "state": "running"})
         return
-    mine = (manifest["started_at"], manifest["run_id"])
-    earlier = [
-        run
-        for run in live_runs(catalog, sweep)
-        if (run["started_at"], run["run_id"]) < mine and run["run_id"] != manifest["run_id"]
+    table = open_table(location, RUNS)
+    before = table.version() if table is not None else -1
+    refuse_if_busy(location, manifest["sweep"])
+    if holder := _first(location, {**manifest, "state": "running"}, before):
+        raise _busy(holder)
+
+
+def _first(location, row: dict, before: int) -> dict | None:
+    """Commit `row` (a run of sweep `row["sweep"]`) with its run id in the commit info
+    (`LEASE`), then return the live run of the same sweep whose claim was committed
+    after version `before` of `runs` and before this one, taking this row out again;
+    None when there is none (this claim won). Delta's log orders commits: of two racing
+    claims, the later one always sees the earlier one in the log after `before`, so
+    at most one wins."""
+    run_id, sweep = row["run_id"], row["sweep"]
+    write_run(location, row, metadata={LEASE: run_id})
+    claims = [
+        info[LEASE]
+        for _, actions in sorted(commits(location, RUNS, before).items())
+        for info in [next((a["commitInfo"] for a in actions if "commitInfo" in a), {})]
+        if LEASE in info
     ]
-    if earlier:
-        write_run(catalog, {**manifest, "state": "failed", "finished_at": datetime.now(UTC)})
-        raise _busy(earlier[0])
+    earlier = claims[: claims.index(run_id)] if run_id in claims else []
+    holders = [r for r in live_runs(location, sweep) if r["run_id"] in earlier]
+    if not holders:
+        return None
+    _withdraw(location, run_id)
+    return holders[0]
+
+
+def _withdraw(location, run_id: str, attempts: int = 20) -> None:
+    """Delete the row of run `run_id` from `runs` in one commit, retrying as
+    `store.replace` does against concurrent commits."""
+    from deltalake.exceptions import CommitFailedError
+
+    for attempt in range(attempts):
+        try:
+            with reaching(location):
+                open_table(location, RUNS).delete(f"run_id = {_quote(run_id)}")
+            return
+        except CommitFailedError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(random.uniform(0.05, 0.3))
 
 
 @contextmanager
@@ -201,18 +268,8 @@ def lease(catalog, operation: str) -> Iterator[str]:
     }
     if live := live_runs(location, MAINTENANCE):
         raise _held(live[0])
-    write_run(location, {**row, "state": "running"}, metadata={LEASE: run_id})
-    claims = [
-        info[LEASE]
-        for _, actions in sorted(commits(location, RUNS, before).items())
-        for info in [next((a["commitInfo"] for a in actions if "commitInfo" in a), {})]
-        if LEASE in info
-    ]
-    earlier = claims[: claims.index(run_id)] if run_id in claims else []
-    holders = [r for r in live_runs(location, MAINTENANCE) if r["run_id"] in earlier]
-    if holders:
-        write_run(location, {**row, "state": "failed", "finished_at": datetime.now(UTC)})
-        raise _held(holders[0])
+    if holder := _first(location, {**row, "state": "running"}, before):
+        raise _held(holder)
     state = "failed"
     try:
         with Heartbeat(location, lambda: row):

@@ -106,6 +106,41 @@ RUN_COLUMNS: list[tuple[str, pa.DataType]] = [
 ]
 RUN_SCHEMA = pa.schema(RUN_COLUMNS)
 
+#: The columns without which a table is not ours (a Delta table of the same name that
+#: another tool wrote): every reader and writer relies on them. Columns added later
+#: (counts, links) are left out, so that tables made before them still read.
+REQUIRED = {
+    "results": [name for name, _ in COMMON_COLUMNS if name not in ("solutions", "inequivalent")],
+    "runs": [
+        "run_id",
+        "sweep",
+        "state",
+        "host",
+        "pid",
+        "started_at",
+        "heartbeat_at",
+        "finished_at",
+        "planned",
+        "skipped",
+        "solved",
+        "force",
+    ],  # fmt: skip
+}
+
+
+def refuse_foreign(uri: str, name: str, columns: list[str]) -> None:
+    """Raise BadInput naming table `name` of the catalog at `uri` and the `REQUIRED`
+    columns missing from its `columns`: another tool's Delta table at that path."""
+    from puzzlesweep.core import BadInput
+
+    if missing := [column for column in REQUIRED[name] if column not in columns]:
+        more = f" and {len(missing) - 6} more" if len(missing) > 6 else ""
+        raise BadInput(
+            f"catalog {uri}: table {name} is not a puzzlesweep {name} table (it has no "
+            f"column {', '.join(missing[:6])}{more}); another tool wrote it: use another "
+            "catalog"
+        )
+
 
 def integral_values(row: dict[str, Any]) -> dict[str, Any]:
     """`row` with its `INTEGRAL` columns as ints (4.0 → 4). Raises ValueError naming the

@@ -6,15 +6,12 @@ and read through `deltalake` (delta-rs):
     CATALOG/results/    one row per solved instance, partitioned by `family`
     CATALOG/runs/       one row per run: state, counts, heartbeat
 
-Each batch of results is one Delta commit carrying an application transaction
-(`app_id`, version 1): a writer that finds its `app_id` already committed writes
-nothing, and two attempts racing to commit the same `app_id` cannot both win (delta-rs
-rejects the second as a concurrent transaction), so a batch that Prefect retries or Dask
-re-executes is stored once. Commits of different batches retry on conflict
-(`COMMIT_RETRIES`; delta-rs's default of 15 lost 2 of 400 commits with 4 writers here,
-docs/architecture.md). The commit also records the batch's instance keys in its commit info
-(`puzzlesweep.keys`), so a data file lost to damage can be traced to the instances it
-held (`maintenance.repair`).
+A commit of results carries the application transaction (`app_id`, version 1) of each
+batch in it: a writer that finds one already committed writes nothing, and two commits
+of the same `app_id` cannot both land (delta-rs rejects the second), so a batch is stored
+once. Other conflicts retry (`COMMIT_RETRIES`; the default 15 lost 2 of 400 commits with
+4 writers here). The commit info records the instance keys (`puzzlesweep.keys`), so a
+data file lost to damage is traced to its instances (`maintenance.repair`).
 
 Object stores take the standard `AWS_*` environment variables (`AWS_ENDPOINT_URL`,
 `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ALLOW_HTTP`), which
@@ -34,7 +31,7 @@ import os
 import random
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -72,6 +69,11 @@ UNREACHABLE = {
         r"error sending request|tcp connect error|[Cc]onnection refused|dns error|timed out"
     ),
 }
+#: How to make a missing bucket, said with "no such bucket" (docs/catalog.md's recipe).
+MAKE_BUCKET = (
+    "make it with any S3 client (`aws s3 mb s3://{bucket}`; SeaweedFS: `echo "
+    "'s3.bucket.create -name {bucket}' | weed shell`), see docs/catalog.md"
+)
 #: Object-store client options (delta-rs's storage options) that bound how long a
 #: request to a store that stopped answering is retried: a catalog that is gone ends a
 #: run in seconds rather than after delta-rs's default of 180 s per request.
@@ -89,6 +91,9 @@ def reaching(location: "Location") -> Iterator[None]:
             raise
         for reason, pattern in UNREACHABLE.items():
             if pattern.search(str(exc)):
+                if reason == "no such bucket":
+                    bucket = location.uri.split("://", 1)[1].split("/", 1)[0]
+                    reason += f" {bucket}: {MAKE_BUCKET.format(bucket=bucket)}"
                 raise CatalogUnreachable(
                     f"catalog {location.uri} is unreachable: {reason}"
                 ) from None
@@ -116,7 +121,8 @@ class Location:
 def locate(catalog: "str | Path | Location") -> Location:
     """The Location of `catalog`: a directory path, a `file://` URL, or an object-store
     URL that delta-rs opens (s3://, gs://, az://, abfss://). Raises BadInput for a path
-    that exists and is not a directory, or a URL scheme delta-rs does not know."""
+    that exists and is not a directory, a path through a symbolic link that leads
+    nowhere (`broken_link`), or a URL scheme delta-rs does not know."""
     if isinstance(catalog, Location):
         return catalog
     text = str(catalog)
@@ -126,6 +132,8 @@ def locate(catalog: "str | Path | Location") -> Location:
         path = os.path.abspath(text)
         if os.path.exists(path) and not os.path.isdir(path):
             raise BadInput(f"catalog {catalog} exists and is not a directory")
+        if why := broken_link(path):
+            raise BadInput(f"catalog {catalog}: {why}")
         return Location(path)
     scheme = text.split("://", 1)[0].lower()
     if scheme not in ("s3", "s3a", "gs", "az", "abfs", "abfss"):
@@ -133,6 +141,24 @@ def locate(catalog: "str | Path | Location") -> Location:
     options = {"conditional_put": "etag"} if scheme.startswith("s3") else {}
     options.update(OBJECT_STORE_OPTIONS)
     return Location(text.rstrip("/"), options)
+
+
+def broken_link(path: str) -> str | None:
+    """What is wrong when `path`, or the nearest of its folders that is not there, is a
+    symbolic link that leads nowhere (a dangling link, a loop of links): nothing can be
+    created through it. None otherwise."""
+    import errno
+
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        if os.path.islink(path):
+            try:
+                os.stat(path)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    return f"{path} is a loop of symbolic links"
+                return f"{path} is a symbolic link to {os.readlink(path)}, which does not exist"
+        path = os.path.dirname(path)
+    return None
 
 
 def is_table(location: Location, name: str) -> bool:
@@ -150,8 +176,9 @@ def open_table(location: Location, name: str, version: "int | str | datetime | N
     at a time (an ISO 8601 string or a datetime; naive means UTC): the last version
     committed at or before it, by the commit times `catalog history` shows
     (`versions.version_at`). None when
-    the table does not exist. Raises BadInput for a version the table does not have or
-    a time before its first commit, CatalogDamaged (naming the file) when the latest
+    the table does not exist. Raises BadInput for a table of another tool
+    (`schema.refuse_foreign`), a version the table does not have or a time before its first
+    commit, CatalogDamaged (naming the file) when the latest
     version cannot be loaded."""
     from deltalake import DeltaTable
     from deltalake.exceptions import DeltaError, TableNotFoundError
@@ -172,6 +199,9 @@ def open_table(location: Location, name: str, version: "int | str | datetime | N
                 "it aside"
             ) from None
         raise CatalogDamaged(f"catalog {location.uri}: {name} cannot be read: {reason}") from None
+    from puzzlesweep.catalog.schema import refuse_foreign
+
+    refuse_foreign(location.uri, name, table.schema().to_arrow().names)
     if version is None:
         return table
     from puzzlesweep.catalog.versions import version_at  # time travel only when asked
@@ -217,43 +247,53 @@ def damaged_commits(location: Location, name: str) -> list[str]:
 
 
 def filesystem(location: Location) -> "pafs.FileSystem":
-    """A pyarrow filesystem rooted at the catalog (paths like `results/family=x/...`),
-    through delta-rs's own storage layer, so that it reaches whatever the tables do."""
+    """A pyarrow filesystem rooted at the catalog (`results/family=x/...`), through
+    delta-rs's storage layer: it reaches whatever the tables do."""
     from deltalake.fs import DeltaStorageHandler
 
     return pafs.PyFileSystem(DeltaStorageHandler(location.uri, location.storage_options))
 
 
-def _committed(table, app_id: str) -> bool:
+def move(location: Location, paths: list[str], folder: str) -> None:
+    """Move `paths` (relative to the catalog root) under `folder` (relative too), each
+    keeping its relative path: how a repair sets files aside. Raises OSError."""
+    fs = filesystem(location) if paths else None
+    for path in paths:
+        target = f"{folder}/{path}"
+        fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
+        fs.move(path, target)
+
+
+def _committed(table, app_ids: Sequence[str]) -> set[str]:
+    """Those of `app_ids` that a commit of `table` (brought up to date) carries."""
     table.update_incremental()
-    return table.transaction_version(app_id) is not None
+    return {app_id for app_id in app_ids if table.transaction_version(app_id) is not None}
 
 
 def append(
     location: Location,
     name: str,
     rows: pa.Table,
-    app_id: str | None = None,
+    app_ids: Sequence[str] = (),
     keys: list[str] | None = None,
     partition_by: list[str] | None = None,
 ) -> bool:
-    """Append `rows` to table `name` (created on first use) as one commit; with
-    `app_id`, only if no commit carries that application transaction yet. `keys` go into
-    the commit info (`KEYS`). New columns evolve the schema by merge. Returns False when
-    `app_id` was already committed (nothing written), True otherwise.
-
+    """Append `rows` to table `name` (created on first use) as one commit carrying each
+    of `app_ids` as a Delta application transaction, unless a commit carries one of them
+    already: then nothing is written and False returned (`committed_of` names them).
+    `keys` go into the commit info (`KEYS`); new columns evolve the schema by merge.
     Raises deltalake's CommitFailedError after `COMMIT_RETRIES` lost races, and OSError
     (PermissionError, no space...) from the storage."""
     from deltalake import CommitProperties, Transaction, write_deltalake
     from deltalake.exceptions import CommitFailedError
 
     table = open_table(location, name)
-    if app_id is not None and table is not None and _committed(table, app_id):
+    if app_ids and table is not None and _committed(table, app_ids):
         return False
     properties = CommitProperties(
         custom_metadata={KEYS: json.dumps(keys)} if keys is not None else None,
         max_commit_retries=COMMIT_RETRIES,
-        app_transactions=[Transaction(app_id, 1)] if app_id is not None else None,
+        app_transactions=[Transaction(app_id, 1) for app_id in app_ids] or None,
     )
     try:
         with reaching(location):
@@ -267,15 +307,21 @@ def append(
                 commit_properties=properties,
             )
     except CommitFailedError:
-        # a concurrent attempt of the same app_id won (the conflict checker refuses the
+        # a concurrent attempt of the same app ids won (the conflict checker refuses the
         # second), or the table was created by another writer in the meantime
         table = open_table(location, name)
-        if app_id is not None and table is not None and _committed(table, app_id):
+        if app_ids and table is not None and _committed(table, app_ids):
             return False
         if table is None:
             raise
-        return append(location, name, rows, app_id, keys, partition_by)
+        return append(location, name, rows, app_ids, keys, partition_by)
     return True
+
+
+def committed_of(location: Location, name: str, app_ids: Sequence[str]) -> set[str]:
+    """Those of `app_ids` that a commit of table `name` carries (none: no table yet)."""
+    table = open_table(location, name)
+    return set() if table is None else _committed(table, app_ids)
 
 
 def replace(

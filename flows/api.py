@@ -14,9 +14,9 @@ the caller), exits saying `configured` when they name an API, and otherwise bind
 port on 127.0.0.1, says `port N` and serves the app there until it is stopped or the
 thread that started it ends (PR_SET_PDEATHSIG: a SIGKILLed run leaves no server). The
 caller imports Prefect and starts its cluster meanwhile, and waits for the API's
-`/health` only when the flow is about to start. `prefect_api` points this process (and
-the Dask workers, through the task runner's settings) at the configured API or at one
-such temporary API for the whole run.
+`/health` only when the flow is about to start. `prefect_api` points this process at
+the configured API or at one such temporary API for the whole run (`shared_api`: one
+for every sweep of a process).
 
 Its database is SQLite in memory (`MEMORY`, filled at start from a copy of the empty
 database that the first start leaves in the user's cache, `_template()`, so that
@@ -31,15 +31,12 @@ migrations' start-up (figures: benchmarks/README.md, "Figures behind choices in 
 code").
 
 Only Prefect's public interface is used: the settings `PREFECT_API_URL` and
-`PREFECT_UI_ENABLED`, and the app factory `create_app(ephemeral=True, final=True)` (the
-factory `prefect server start` serves; `ephemeral` turns the UI and the background
-services off, `final` lets it skip work for later apps), called by `app()` below and
-served by uvicorn; the copy of the empty database is made in a lifespan wrapped around
-Prefect's (Starlette's public `router.lifespan_context`). The private environment variables
-`PREFECT__SERVER_EPHEMERAL` and `PREFECT__SERVER_FINAL` would do the same (`create_app`
-reads them as fallbacks for those two arguments), but only the arguments are public.
-The exact Prefect version is pinned by `requirements.lock`, so a release that changes
-even the public surface arrives only with `make lock` and the test suite.
+`PREFECT_UI_ENABLED`, and the app factory `create_app(ephemeral=True, final=True)` (what
+`prefect server start` serves; `ephemeral`: no UI nor background services, `final`: no
+work for later apps), served by uvicorn; the empty database is copied in a lifespan
+wrapped around Prefect's (Starlette's public `router.lifespan_context`). The exact
+Prefect version is pinned by `requirements.lock`: a release that changes even the public
+surface arrives only with `make lock` and the test suite.
 """
 
 import os
@@ -178,10 +175,55 @@ def configured_api() -> str | None:
     return PREFECT_API_URL.value() or None
 
 
+#: Seconds a run waits for a configured API's `/health` before it refuses to start.
+CHECK_SECONDS = 5.0
+
+
+def check_configured(timeout: float = CHECK_SECONDS) -> str | None:
+    """The configured Prefect API's URL (`configured_api`) once its `/health` answers
+    200 within `timeout` seconds, or None when none is configured (a run then starts a
+    temporary one). Called before any cluster starts: a URL that does not serve ended a
+    run in a traceback after seconds, or hung it. Raises BadInput naming
+    PREFECT_API_URL and what is wrong: not an http(s) URL, nothing listens there, no
+    answer within `timeout`, an answer other than 200."""
+    import urllib.error
+    import urllib.parse
+
+    from puzzlesweep.core import BadInput
+
+    if (url := configured_api()) is None:
+        return None
+    named = f"PREFECT_API_URL {url}"
+    parts = urllib.parse.urlsplit(url)
+    try:
+        parts.port  # noqa: B018 (raises ValueError for a port that is no number)
+    except ValueError:
+        parts = parts._replace(netloc="")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BadInput(
+            f"{named} is not an http:// or https:// URL such as http://127.0.0.1:4200/api"
+        )
+    try:
+        with urllib.request.urlopen(f"{url.rstrip('/')}/health", timeout=timeout) as answer:
+            status = answer.status
+    except urllib.error.HTTPError as exc:
+        status = exc.code
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        if isinstance(reason, TimeoutError):
+            raise BadInput(f"{named}: no answer within {timeout:g} s") from None
+        if isinstance(reason, ConnectionRefusedError):
+            raise BadInput(f"{named}: nothing listens there (connection refused)") from None
+        raise BadInput(f"{named}: cannot be reached ({reason})") from None
+    if status != 200:
+        raise BadInput(f"{named}: its /health answered HTTP {status}, not a Prefect API's 200")
+    return url
+
+
 def serve() -> None:
     """The child: say `configured` and exit when Prefect's settings name an API, else
     serve the ephemeral API on a free port of 127.0.0.1 (said as `port N`)."""
-    from puzzlesweep.flows.isolate import _die_with_parent
+    from puzzlesweep.isolate import _die_with_parent
 
     _die_with_parent()
     if configured_api():
@@ -283,47 +325,67 @@ if __name__ == "__main__":
 
 
 @contextmanager
-def prefect_api(api: TemporaryAPI | None = None) -> Iterator[str]:
-    """Use the configured Prefect API, or a temporary API server for the whole run
-    (`api`, started earlier by the caller, or a new one), and point this process and,
-    through the settings that the task runner ships with each task, every Dask worker at
-    it; otherwise each worker process would start its own (docs/architecture.md).
-    A temporary API has no UI URL (`url_for` gives None): nothing links to it. Stops
-    the temporary server on exit (also `api` when an API is configured), once the
-    log lines queued for it are sent. Yields the API URL. Raises flows.api.APIError when
-    the temporary API does not start."""
+def prefect_api(api: TemporaryAPI | None = None, keep: bool = False) -> Iterator[str]:
+    """Point this process at the configured Prefect API, the API of the flow run this
+    code runs in (a sweep inside a user's flow is its subflow), or a temporary API for
+    the run (`api`, started earlier by the caller, or a new one; no UI URL: nothing links
+    to it), stopped on exit unless `keep` (`shared_api`), once its queued log lines are
+    sent. Yields the API URL. Raises APIError when the temporary API does not start."""
+    from prefect.client.orchestration import get_client
+    from prefect.context import FlowRunContext
+    from prefect.logging.handlers import APILogWorker
     from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL, temporary_settings
 
-    if configured := configured_api():
-        if api is not None:
-            api.stop()
-        yield configured
-        return
-    with api or TemporaryAPI() as server:
-        url = server.url()
+    temporary = not configured_api() and FlowRunContext.get() is None
+    if api is not None and not temporary and not keep:
+        api.stop()
+    server = (api or TemporaryAPI()) if temporary else None
+    try:
+        url = server.url() if server else configured_api() or str(get_client().api_url)
         if url is None:  # its settings name an API that this process's settings do not
             raise RuntimeError("Prefect's settings differ between this process and its child")
-        # no UI URL: a link into a temporary API is dead once the run ends
-        with temporary_settings(updates={PREFECT_API_URL: url, PREFECT_UI_URL: ""}):
+        # a temporary API has no UI URL: a link into it is dead once the run ends
+        updates = {PREFECT_API_URL: url, PREFECT_UI_URL: ""} if server else {}
+        with temporary_settings(updates=updates):
             try:
                 yield url
-            finally:  # the run's last log lines reach the API before it stops
-                from prefect.logging.handlers import APILogWorker
-
+            finally:  # the run's last log lines are in the API when it stops or is read
                 APILogWorker.drain_all(timeout=5)
+    finally:
+        if server is not None and not keep:
+            server.stop()
+
+
+_shared: list[TemporaryAPI] = []  # the one temporary API of `shared_api`, once started
+
+
+def shared_api() -> TemporaryAPI | None:
+    """One temporary Prefect API for every sweep of this process (a notebook's calls
+    would each wait 5-20 s for their own), stopped at exit; None when an API is
+    configured or a flow run is running here."""
+    from prefect.context import FlowRunContext
+
+    if configured_api() or FlowRunContext.get() is not None:
+        return None
+    if not _shared or _shared[0].process.poll() is not None:
+        import atexit
+
+        _shared[:] = [TemporaryAPI()]
+        atexit.register(_shared[0].stop)
+    return _shared[0]
 
 
 def forget_old_api_clients(timeout: float = 5.0) -> int:
     """Stop this process's Prefect client services (logs, events, concurrency slots) and
-    return how many there were. Prefect keeps each with the API client of the run that
-    started it, one per set of task tags for the slots: on a Dask worker that outlives a
-    run and its temporary API, the next run's tasks with the same tags (the same sweep)
-    asked the dead API for slots and failed every attempt, and its events went there.
-    Services started after this use their own run's API. Pending items are sent first,
-    for at most `timeout` seconds, in a thread of its own (this may run in the worker's
-    event loop)."""
+    return how many there were: each keeps the API client of the run that started it,
+    so on a Dask worker that outlived a run and its temporary API the next run's tasks
+    asked the dead API for slots and failed. Pending items are sent first, for at most
+    `timeout` seconds, in a thread of its own (this may run in the worker's loop)."""
+    import sys
     import threading
 
+    if "prefect._internal.concurrency.services" not in sys.modules:
+        return 0  # Prefect never ran here: nothing to forget (and nothing to import)
     from prefect._internal.concurrency.services import QueueService
 
     with QueueService._instance_cache_lock:  # noqa: SLF001 (one table for every service)

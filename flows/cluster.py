@@ -1,43 +1,41 @@
-"""Dask's one home in the package: every import of dask, distributed and prefect_dask is
-here, so a newcomer finds in one module what the package asks of Dask.
+"""Dask's one home in the package: every import of dask, distributed and prefect_dask.
 
-`dask_cluster` connects to a scheduler or starts a `LocalCluster`, and `dask_runner`
-is the Prefect task runner on it; `probe_scheduler` and `connect` check an address;
-`api_and_cluster` starts a cluster under `flows.api.prefect_api` (the configured Prefect
-API or a temporary one, the workers pointed at it); `PuzzleWorker` (the worker
-plugin, owner of the worker's solver processes), `worker_identity`, `report_to` and
-`warm_worker` run on the workers; `on_every_part` runs parts as plain futures;
-`quiet_dask` keeps Dask's INFO lines off a terminal. The validated settings that
-choose between Dask and threads are `backend.Cluster`. No puzzle logic here.
+`started_cluster` yields a sweep's cluster with its `DaskPool` (each batch one plain
+future named after it, `domination-batch-0003-<token>`) and `events` hears its workers;
+`dask_cluster` connects to a scheduler or starts a `LocalCluster`; `dask_runner` is the
+Prefect task runner of `prove`; `probe_scheduler` and `connect` check an address;
+`PuzzleWorker` (owner of a worker's solver processes), `worker_identity`, `report_to`
+and `warm_worker` run on the workers. No puzzle logic here.
 """
 
 import asyncio
 import logging
 import os
 import threading
+import time
+import uuid
 import warnings
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
+from typing import Any
 
 import dask
-from distributed import Client, Event, LocalCluster, fire_and_forget, get_worker
+from distributed import Client, LocalCluster, fire_and_forget, get_worker
 from distributed.comm import connect as open_comm
 from distributed.comm.core import CommClosedError
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows.api import TemporaryAPI, configured_api, prefect_api
-from puzzlesweep.flows.faults import within
-from puzzlesweep.flows.isolate import Children
 from puzzlesweep.flows.probes import answers, check_address, tcp_connect
+from puzzlesweep.isolate import Children
 
 __all__ = ["configured_api"]  # re-exported: the runs ask this module for their API
 
 
 def worker_identity() -> tuple[str, int | None]:
-    """(this worker's name, its memory limit per thread in bytes or None): the name a
-    Dask worker was given (`dask worker --name`) or else its address, and
-    `memory_limit / nthreads`; the host name outside Dask."""
+    """(this worker's name, `dask worker --name` or its address; its memory limit per
+    thread in bytes or None); (the host name, None) outside Dask."""
     try:
         worker = get_worker()
     except ValueError:  # not on a Dask worker
@@ -47,98 +45,87 @@ def worker_identity() -> tuple[str, int | None]:
     return name, (int(limit / max(1, worker.state.nthreads)) if limit else None)
 
 
+REPORT_SECONDS = 1.0  # between a batch's progress events (not one message per instance)
+
+
 def report_to(topic: str | None, number: int) -> Callable[[int], None] | None:
-    """On a Dask worker, with a `topic`: a function that reports `n` more finished
-    instances of batch `number` as the event (number, n) under `topic` (read by
-    `worker_events` in the run's process); None elsewhere."""
+    """On a Dask worker, with a `topic`: report the batch's start now, as the event
+    ("start", number, worker) under `topic` (a batch started twice lost its first worker:
+    a retry), and return a function that reports `n` more finished instances as ("done",
+    number, n), at most one event per `REPORT_SECONDS`; None elsewhere."""
     if topic is None:
         return None
     try:
         worker = get_worker()
     except ValueError:  # not on a Dask worker
         return None
-    return lambda n: worker.log_event(topic, [number, n])
+    worker.log_event(topic, ["start", number, worker_identity()[0]])
+    waiting = [0, 0.0]  # instances not reported yet, when the last event went
+
+    def report(n: int) -> None:
+        waiting[0] += n
+        now = time.monotonic()
+        if now - waiting[1] >= REPORT_SECONDS:
+            worker.log_event(topic, ["done", number, waiting[0]])
+            waiting[:] = [0, now]
+
+    return report
 
 
-def _stop_event(topic: str, client: Client | None = None) -> Event:
-    """The Dask Event by which the run of `topic` tells its batches to commit nothing
-    (on a worker, through the worker's own client when `client` is None)."""
-    return Event(f"{topic}-stopped", client=client)
+class DaskPool:
+    """Batches as plain Dask futures on `client`, each named after its batch and unique
+    per attempt (Dask keeps a finished key's result), never cached."""
 
+    def __init__(self, client: Client) -> None:
+        self.client = client
 
-def commits_stopped(topic: str | None) -> bool:
-    """On a Dask worker: whether the run of `topic` asked its batches to commit nothing
-    (`worker_events`' `stop_commits`: it was interrupted); False elsewhere, and when the
-    scheduler cannot say (a run that lost its scheduler is not interrupted)."""
-    if topic is None:
-        return False
-    try:
-        get_worker()
-    except ValueError:  # not on a Dask worker
-        return False
-    try:
-        return _stop_event(topic).is_set()
-    except Exception:  # noqa: BLE001 (the batch's commit meets a lost scheduler itself)
-        return False
+    def submit(self, key: str, fn: Callable, *args):
+        """`fn(*args)` on a worker, as a future named `key`-<token>."""
+        return self.client.submit(fn, *args, key=f"{key}-{uuid.uuid4().hex[:8]}", pure=False)
 
 
 @contextmanager
-def worker_events(
-    scheduler: str | None,
-    topic: str | None,
-    handler: Callable[[int, int], None],
-    memory_limit: int | None = None,
-) -> Iterator[None]:
-    """While the block runs: a Dask client of `scheduler` that calls `handler(number,
-    n)` for each event under `topic` (`report_to`), in the client's thread. On entry it
-    also readies every worker for batches (`warm_worker`, not waited for); on exit every
-    worker sends the log lines it still holds (`send_logs`). Yields `stop_commits`: a
-    function that tells every batch still running to commit nothing (`commits_stopped`:
-    the workers of `--address` are not the run's to stop), within 2 s and without
-    raising; a no-op without a scheduler."""
-    if scheduler is None or topic is None:
-        yield lambda: None
-        return
-    with Client(scheduler) as client:
-        workers = client.scheduler_info(n_workers=-1).get("workers", {})
-        fire_and_forget(
-            [client.submit(warm_worker, memory_limit, workers=[w], pure=False) for w in workers]
-        )
-        client.subscribe_topic(topic, lambda event: handler(*event[1]))
+def started_cluster(settings, width: int) -> Iterator:
+    """The cluster of `settings` (a `RunSettings`): the scheduler at its `address`, or a
+    LocalCluster of `width` workers started here; yields its `settings.Started`, closes
+    what it started. Raises BadInput for a scheduler that does not answer."""
+    from puzzlesweep.flows.settings import Started
+
+    cluster = dask_cluster(
+        settings.address, width, settings.dashboard_address, settings.connect_timeout
+    )
+    with cluster as (scheduler, dashboard, found):
+        # not `with Client`: its context is this thread's; an EarlyStart closes in another
+        client = Client(scheduler, set_as_default=False)
         try:
-            yield lambda: within(2.0, _stop_event(topic, client).set)
+            workers = client.scheduler_info(n_workers=-1).get("workers", {})
+            memory = settings.memory_limit
+            warm = [client.submit(warm_worker, memory, workers=[w], pure=False) for w in workers]
+            fire_and_forget(warm)
+            yield Started(scheduler, dashboard, found, DaskPool(client), None)
         finally:
-            client.unsubscribe_topic(topic)
-            # at most 6 s, also when the scheduler or a worker is gone
-            sending = threading.Thread(target=_send_logs_on, args=(client,), daemon=True)
-            sending.start()
-            sending.join(6.0)
+            client.close()
 
 
-def _send_logs_on(client) -> None:
-    """`send_logs` on every worker of `client`; a lost worker has nothing more to send."""
+@contextmanager
+def events(pool, topic: str, handler: Callable[[str, int, Any], None]) -> Iterator[None]:
+    """While the block runs, each event the workers log under `topic` (`report_to`) goes
+    to `handler(kind, number, value)` in the client's thread; nothing without Dask."""
+    client = getattr(pool, "client", None)
+    if client is not None:
+        client.subscribe_topic(topic, lambda event: handler(*event[1]))
     try:
-        client.run(send_logs)
-    except Exception:  # noqa: BLE001
-        pass
-
-
-async def send_logs() -> None:
-    """On a worker (in its event loop, through `Client.run`): send the Prefect log lines
-    it still holds (at most 5 s), so the last lines of its task runs reach the API
-    before a run's temporary API stops (else the worker prints "Error logging to API"
-    into the run's terminal)."""
-    from prefect.logging.handlers import APILogHandler
-
-    await asyncio.wait_for(APILogHandler.aflush(), timeout=5)
+        yield
+    finally:
+        if client is not None:
+            with suppress(Exception):  # a lost scheduler has nothing more to say
+                client.unsubscribe_topic(topic)
 
 
 class ClosedHeartbeat(logging.Filter):
-    """Drops a Dask worker's "Failed to communicate with scheduler during heartbeat"
-    record when its cause is a closed connection (CommClosedError): at the end of a
-    run the scheduler closes while a worker's heartbeat is on its way, and the worker
-    printed a 30-line traceback into a successful run's terminal. A scheduler that is
-    really lost is noticed and named in one line by the run's `Watch`."""
+    """Drops a worker's "Failed to communicate with scheduler during heartbeat" record
+    caused by a closed connection (a 30-line traceback as a run's scheduler closes); a
+    scheduler really lost is named in one line by the run's `Watch`."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         cause = record.exc_info[1] if record.exc_info else None
@@ -158,19 +145,10 @@ def quiet_closed_heartbeats() -> None:
 
 
 def warm_worker(memory_limit: int | None = None) -> str:
-    """A plain Dask task that readies its worker for batches while the run starts:
-    imports what a batch task runs (Prefect's task engine, the catalog, this module) and
-    starts the thread's child solver process (the one `solve_batch` leases from the
-    worker's `PuzzleWorker`, with the same `memory_limit`), about 4 s per worker that
-    the first batch would otherwise wait. Returns the worker's address. Never fails: a
-    warm-up that does not happen (seen: an import `_DeadlockError` when a batch imports
-    the same modules at the same moment on a loaded machine, which Dask printed as a
-    traceback) only costs the time it saves."""
+    """A plain Dask task that starts its worker's solver child (with `memory_limit`)
+    while the run starts: 1-4 s the first batch would wait. Never fails."""
     worker, worker_memory = worker_identity()
     try:
-        import prefect.task_engine  # noqa: F401
-        import prefect_dask  # noqa: F401
-
         if (children := worker_children()) is not None:
             children.warm(memory_limit or worker_memory)
     except Exception:  # noqa: BLE001 (the first batch does it instead)
@@ -184,26 +162,23 @@ def dask_cluster(
     workers: int = 2,
     dashboard_address: str | None = "127.0.0.1:8787",
     timeout: float = 10.0,
+    prefect_tasks: bool = False,
 ) -> Iterator[tuple[str, str | None, int]]:
     """Connect to the scheduler at `address`, or start a `LocalCluster` of `workers`
-    single-threaded worker processes (its dashboard on `dashboard_address`, or another
-    free port if that one is taken; None: none, nor port 8787) and close it afterwards.
-
-    Yields (scheduler address, dashboard URL or None, workers connected now). Raises
-    BadInput for a malformed address or a scheduler that does not answer in `timeout`
-    seconds. Workers of an existing cluster need only the installed package: tasks
-    carry handles (family, parameters, solver, limits), never code or models.
-
-    The local workers ignore SIGINT (see `_start_deaf_to_ctrl_c`), so a Ctrl-C at the
-    terminal, which reaches the whole process group, is handled by this process alone:
-    it decides what stops, and the workers end with it. Every worker, now and joining
-    later, is readied by `_ready_workers`: sweeps and proofs share this one start."""
+    single-threaded worker processes deaf to Ctrl-C (`ready_forkserver`; its dashboard
+    on `dashboard_address`, or another free port if that one is taken; None: none, nor
+    port 8787) and close it afterwards. Yields (scheduler address, dashboard URL or
+    None, workers connected now); every worker, now and joining later, is readied by
+    `_ready_workers` (with Prefect imported first when `prefect_tasks`: `prove`'s parts
+    are task runs). Raises BadInput for a malformed address or a scheduler that does
+    not answer in `timeout` seconds. Workers need only the installed package: tasks
+    carry handles (family, parameters, solver, limits), never code or models."""
     if address:
         with connect(address, timeout) as client:
-            _ready_workers(client)
+            _ready_workers(client, prefect_tasks)
             found = len(client.scheduler_info(n_workers=-1).get("workers", {}))
             link = client.dashboard_link
-            yield address, link if link and answers(link) else None, found
+            yield address, link if link and answers(link, timeout=5.0) else None, found
         return
     with _start_deaf_to_ctrl_c(
         LocalCluster,
@@ -214,7 +189,7 @@ def dask_cluster(
         scheduler_kwargs=None if dashboard_address else {"dashboard_address": "127.0.0.1:0"},
     ) as cluster:
         with Client(cluster) as client:
-            _ready_workers(client)
+            _ready_workers(client, prefect_tasks)
         link = cluster.dashboard_link if dashboard_address else None
         yield cluster.scheduler_address, link, workers
 
@@ -228,36 +203,35 @@ def api_and_cluster(
     say: Callable[[str], None],
 ) -> Iterator[tuple[str, str | None, int]]:
     """`dask_cluster(address, workers, dashboard_address, timeout)` under the configured
-    Prefect API or a temporary one, started before the cluster so that both start at
-    once, this process pointed at it (`prefect_api`): what a run of one instance
-    (`prove`, `search`) runs under. `say(line)` is told the scheduler, its workers and
-    its dashboard. Yields what `dask_cluster` yields; raises what it and `prefect_api`
-    raise."""
+    Prefect API or a temporary one started beside it (`prefect_api`): what `prove` and
+    `search` run under. `say(line)` is told the scheduler, its workers and dashboard.
+    Yields what `dask_cluster` yields; raises what it and `prefect_api` raise."""
     api = None if configured_api() else TemporaryAPI()
-    with api or nullcontext(), dask_cluster(address, workers, dashboard_address, timeout) as up:
+    cluster = dask_cluster(address, workers, dashboard_address, timeout, prefect_tasks=True)
+    with api or nullcontext(), cluster as up:
         scheduler, dashboard, found = up
         say(f"Dask scheduler {scheduler}, {found} workers, dashboard {dashboard or '(none)'}")
         with prefect_api(api):
             yield up
 
 
-def _ready_workers(client) -> None:
-    """Register `PuzzleWorker` with `client`'s scheduler (for every worker, now and
-    joining later), and have the workers forget earlier runs' Prefect API clients."""
+def _ready_workers(client, prefect_tasks: bool = False) -> None:
+    """Register `PuzzleWorker` for every worker, now and joining later, and have the
+    workers forget earlier runs' Prefect API clients (`prove`'s task runs)."""
     from puzzlesweep.flows.api import forget_old_api_clients
 
     client.register_plugin(PuzzleWorker())
+    if prefect_tasks:
+        client.register_plugin(PrefectWorker())
     client.run(forget_old_api_clients)
 
 
-def _start_deaf_to_ctrl_c(factory: Callable, **kwargs):
-    """`factory(**kwargs)` with its worker processes forked from a multiprocessing fork
-    server that ignores SIGINT, so they ignore it too (also those a nanny restarts
-    later): a Ctrl-C at the terminal, which reaches the whole process group, is handled
-    by this process alone, which decides what stops. SIGINT is ignored here only while
-    the fork server is spawned (in the main thread, a fraction of a second), not during
-    the cluster's start, where a Ctrl-C was lost when the workers were spawned under an
-    ignored SIGINT instead."""
+def ready_forkserver() -> None:
+    """In the main thread (elsewhere: nothing), start the multiprocessing fork server
+    with SIGINT ignored, so that the local workers forked from it (also those a nanny
+    restarts) ignore it too: a Ctrl-C at the terminal reaches the whole process group,
+    and this process alone decides what stops. SIGINT is ignored only while the fork
+    server is spawned: a Ctrl-C during the cluster's start is not lost."""
     import multiprocessing.forkserver
     import signal
 
@@ -267,18 +241,34 @@ def _start_deaf_to_ctrl_c(factory: Callable, **kwargs):
             multiprocessing.forkserver.ensure_running()  # inherits the ignored SIGINT
         finally:
             signal.signal(signal.SIGINT, previous)
+
+
+def _start_deaf_to_ctrl_c(factory: Callable, **kwargs):
+    """`factory(**kwargs)` with its worker processes forked from the fork server of
+    `ready_forkserver`. Raises BadInput when the workers fail to start because the
+    script that runs the sweep starts it again in each of them (no `__main__` guard)."""
+    import sys
+
+    ready_forkserver()
     dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
-    return factory(**kwargs)
+    try:
+        return factory(**kwargs)
+    except RuntimeError as exc:
+        script = getattr(sys.modules.get("__main__"), "__file__", None)
+        if script is None or "failed to start" not in str(exc):
+            raise
+        raise BadInput(
+            f"the local Dask workers failed to start ({exc}): each imports {script}, so "
+            'a script that runs a sweep must call it under `if __name__ == "__main__":`'
+        ) from None
 
 
 def probe_scheduler(address: str, timeout: float = 10.0) -> str:
-    """`address` once the Dask scheduler there has answered an identity request, the
-    whole exchange bounded by `timeout` seconds: a port that accepts a connection and
-    never answers would hold `distributed.Client` for ever. Raises BadInput naming the
-    address for a malformed one, one where nothing listens (at once: the connection is
-    refused), one where nothing answers in time, or one where what answers is not a
-    Dask scheduler. A `tls://` address is only checked for its form
-    (the probe has no certificates)."""
+    """`address` once the Dask scheduler there has answered an identity request within
+    `timeout` seconds (a port that accepts and never answers would hold a Client for
+    ever). Raises BadInput naming the address: malformed, nothing listens (at once),
+    no answer in time, or not a Dask scheduler. A `tls://` address is only checked for
+    its form (the probe has no certificates)."""
     check_address(address)
     if address.startswith("tls://"):
         return address
@@ -311,8 +301,8 @@ async def _identity(address: str, timeout: float) -> object:
 
 
 def connect(address: str, timeout: float = 10.0):
-    """A `distributed.Client` of the scheduler at `address`. Raises BadInput for a
-    malformed address or one where no scheduler answers within `timeout` seconds."""
+    """A `distributed.Client` of the scheduler at `address`. Raises BadInput for a bad
+    address or one where no scheduler answers within `timeout` seconds."""
     check_address(address)
     try:
         return Client(address, timeout=timeout)
@@ -324,9 +314,18 @@ def connect(address: str, timeout: float = 10.0):
 
 def on_every_part(client, function: Callable, calls: list[tuple]) -> list:
     """`function(*args)` for each of `calls` as Dask futures on `client` (not cached),
-    gathered in order; a part's error re-raises here. Dask reruns a part lost with its
-    worker, so `function` must be safe to run twice."""
+    gathered in order (an error re-raises here); `function` must be safe to run twice."""
     return client.gather([client.submit(function, *args, pure=False) for args in calls])
+
+
+def enclosing_scheduler() -> str | None:
+    """The scheduler of the Dask task runner of the flow run this code runs in (a user's
+    `@flow(task_runner=DaskTaskRunner(...))`: a sweep inside uses it); None elsewhere."""
+    from prefect.context import FlowRunContext
+    from prefect_dask import DaskTaskRunner
+
+    runner = getattr(FlowRunContext.get(), "task_runner", None)
+    return runner.client.scheduler.address if isinstance(runner, DaskTaskRunner) else None
 
 
 def dask_runner(scheduler: str):
@@ -337,8 +336,8 @@ def dask_runner(scheduler: str):
 
 
 def quiet_dask() -> None:
-    """Keep the in-process Dask scheduler's INFO lines and its 'port in use' warning off
-    the terminal; `PUZZLESWEEP_DASK_LOG_LEVEL` sets another level (default WARNING)."""
+    """Keep Dask's INFO lines and 'port in use' warning off the terminal (level WARNING,
+    or `PUZZLESWEEP_DASK_LOG_LEVEL`)."""
     level = os.environ.get("PUZZLESWEEP_DASK_LOG_LEVEL", "WARNING").upper()
     for name in list(logging.root.manager.loggerDict):
         if name == "distributed" or name.startswith("distributed."):
@@ -347,34 +346,35 @@ def quiet_dask() -> None:
 
 
 class PuzzleWorker(WorkerPlugin):
-    """On each worker (also one that joins later): `quiet_closed_heartbeats`, then
-    `import prefect.task_engine` in the worker's event loop before tasks run; and the
+    """On each worker (also one that joins later): `quiet_closed_heartbeats`, and the
     owner of the worker's solver processes (`children`, an `isolate.Children`), which
-    its batches lease (`batch_children`) and which stop when the worker closes.
-
-    Two threads of a worker that imported Prefect at once (the event loop unpickling a
-    task that names `prefect.client.schemas.objects` while a task's thread ran `import
-    prefect`) deadlocked on Python's module locks, and Prefect printed "Failed to
-    initialize plugins: deadlock detected by _ModuleLock(...)" once per worker. Never
-    fails: the worker works without either."""
+    its batches lease (`batch_children`) and which stop when the worker closes. A
+    sweep's batches import no Prefect on the workers (only `prove`'s task runs do)."""
 
     name = "puzzlesweep-worker"
     idempotent = True  # a second run on the same cluster keeps the workers' children
 
     def setup(self, worker) -> None:
-        """Hold the solver children, install the filter and import Prefect's task engine
-        (once per worker)."""
+        """Hold the solver children and install the filter (once per worker)."""
         self.children = Children()
         quiet_closed_heartbeats()
-        try:
-            import prefect.task_engine  # noqa: F401
-        except Exception:  # noqa: BLE001 (a task imports it again and says why)
-            pass
 
     def teardown(self, worker) -> None:
-        """Stop the solver children (Dask tears plugins down before it waits for the
-        running tasks: a child in the middle of a batch stops when its batch ends)."""
+        """Stop the solver children (one in the middle of a batch stops when it ends)."""
         self.children.close()
+
+
+class PrefectWorker(WorkerPlugin):
+    """On each worker of `prove` (its parts are Prefect task runs): import Prefect's task
+    engine before any task, since two threads importing it at once deadlocked."""
+
+    name = "puzzlesweep-prefect"
+    idempotent = True
+
+    def setup(self, worker) -> None:
+        """Import it once (never fails: a task imports it again and says why)."""
+        with suppress(Exception):
+            import prefect.task_engine  # noqa: F401
 
 
 def worker_children() -> Children | None:

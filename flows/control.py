@@ -19,11 +19,14 @@ A `Control` carries what the caller and the flow say to each other while a run g
   could not end the run itself in time).
 
 The flows import nothing from the command line: the command line fills a Control's
-callables and passes it in.
+callables and hands it to the flow by context (`CALLER`), never as a flow parameter: a
+deployment's run form shows only what a person can set.
 """
 
 import threading
 from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from puzzlesweep.flows.faults import RunStopped
@@ -59,14 +62,6 @@ class Control:
         self._listeners: list[Callable[[Any], None]] = []
         self._loops = 0
         self._lock = threading.Lock()
-
-    def __repr__(self) -> str:  # shown (not stored) as a Prefect flow parameter
-        return "Control()"
-
-    def __reduce__(self):
-        """Pickled (Prefect ships a flow's parameters with each task's context to the
-        workers) as a new, inert Control: the caller's callables and locks stay here."""
-        return (Control, ())
 
     # -- stopping -------------------------------------------------------------------
     def request_stop(self, reason: str | None = None) -> bool:
@@ -122,3 +117,16 @@ class Control:
         """Where the run stands now (`flows.progress.Standing`), or None before its
         progress starts."""
         return self.progress.standing() if self.progress is not None else None
+
+
+@dataclass
+class Caller:
+    """What the code that starts a flow in this process hands it: its `control`, and a
+    cluster already starting (`settings.EarlyStart`) or None."""
+
+    control: Control
+    early: Any = None
+
+
+#: The caller of the flow run started in this context (None: a deployment's run).
+CALLER: ContextVar[Caller | None] = ContextVar("puzzlesweep_caller", default=None)

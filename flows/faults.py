@@ -61,7 +61,7 @@ def permanent(exc: BaseException) -> bool:
     (BadInput, deltalake's TableNotFoundError or SchemaMismatchError), an object store
     that refuses or does not answer (CatalogUnreachable), or our own CatalogUnwritable,
     RunStopped or isolate.Interrupted?"""
-    from puzzlesweep.flows.isolate import Interrupted
+    from puzzlesweep.isolate import Interrupted
 
     seen = set()
     while exc is not None and id(exc) not in seen:

@@ -19,16 +19,23 @@ from puzzlesweep.flows.api import configured_api
 ADDRESS = re.compile(r"^(tcp|tls)://[^\s:/]+:\d{1,5}$")
 
 
-def answers(url: str, timeout: float = 2.0) -> bool:
-    """Does `url` answer a GET with 200 within `timeout` seconds? (A scheduler started
-    with `--no-dashboard` still names a dashboard link, which answers 404.)"""
+def reply(url: str, timeout: float = 2.0) -> bool | None:
+    """How `url` answers a GET within `timeout` seconds: True (200), False (a refused
+    connection: nothing listens), None (anything else: another status, a bad URL, no
+    answer in time on a loaded machine)."""
     import urllib.request
 
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:
             return response.status == 200
-    except (OSError, ValueError):
-        return False
+    except (OSError, ValueError) as exc:
+        return False if _refused(exc) else None
+
+
+def answers(url: str, timeout: float = 2.0) -> bool:
+    """Does `url` answer a GET with 200 within `timeout` seconds? (A scheduler started
+    with `--no-dashboard` still names a dashboard link, which answers 404.)"""
+    return reply(url, timeout) is True
 
 
 def check_address(address: str) -> str:
@@ -50,15 +57,26 @@ def tcp_connect(address: str, timeout: float = 2.0) -> None:
     socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
 
 
-#: Seconds a Prefect API or Dask scheduler may fail its probes before the run stops.
+#: Seconds a Prefect API or Dask scheduler may refuse its probes before the run stops...
 LOST_SECONDS = 4.0
+#: ... or leave them unanswered: a loaded machine (load 26 on 2 cores) answered /health
+#: in more than 2 s for 4 s in a row, and a run that was going well was stopped.
+SLOW_SECONDS = 60.0
+
+
+def _refused(exc: BaseException) -> bool:
+    """Was `exc` (or the reason an URLError wraps) a refused or reset connection: nothing
+    listens there any more?"""
+    reason = getattr(exc, "reason", exc)
+    return isinstance(reason, ConnectionRefusedError | ConnectionResetError)
 
 
 class Watch:
     """While its `with` block runs, a daemon thread probes the Prefect API this process
     uses (GET /health) and the Dask scheduler at `scheduler` (a TCP connection) every
-    second; when one has failed every probe for `LOST_SECONDS`, it calls
-    `on_lost(reason)` once (in its thread) and stops. A probe costs a millisecond or
+    second; when one has refused every probe for `LOST_SECONDS` (or left them
+    unanswered for `SLOW_SECONDS`: a loaded machine), it calls `on_lost(reason)` once
+    (in its thread) and stops. A probe costs a millisecond or
     two; nothing is probed that is not configured.
 
     Kept over Prefect's and Dask's clients alone, which without it retry a lost API for
@@ -72,15 +90,17 @@ class Watch:
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="run-watch", daemon=True)
 
-    def _api_answers(self) -> bool:
-        return answers(f"{self.api}/health")
+    def _api_answers(self) -> bool | None:
+        """True: /health answers; False: refused (gone); None: too slow to say."""
+        return reply(f"{self.api}/health")
 
-    def _scheduler_answers(self) -> bool:
+    def _scheduler_answers(self) -> bool | None:
+        """True: it accepts a connection; False: refused (gone); None: no answer yet."""
         try:
             tcp_connect(self.scheduler)
             return True
-        except OSError:
-            return False
+        except OSError as exc:
+            return False if _refused(exc) else None
 
     def _run(self) -> None:
         probes = []
@@ -96,13 +116,15 @@ class Watch:
         failing: dict[str, float] = {}
         while probes and not self._done.wait(1.0):
             for reason, probe in probes:
-                if probe():
+                answer = probe()
+                if answer:
                     failing.pop(reason, None)
                     continue
                 since = failing.setdefault(reason, time.monotonic())
-                if time.monotonic() - since >= LOST_SECONDS and not self._done.is_set():
+                patience = LOST_SECONDS if answer is False else SLOW_SECONDS
+                if time.monotonic() - since >= patience and not self._done.is_set():
                     self._done.set()
-                    self.on_lost(f"{reason} (for {LOST_SECONDS:g} s)")
+                    self.on_lost(f"{reason} (for {patience:g} s)")
                     return
 
     def stop(self) -> None:

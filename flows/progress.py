@@ -1,18 +1,19 @@
-"""Progress of a running sweep, for people: per instance, with an estimate of the time left.
+"""Progress of a running sweep, for people: instances committed, with an estimate of the time left.
 
 `Progress` is what a sweep calls as its work moves: `submitted` when a batch goes out,
-`instance_done` when a worker reports a finished instance (Dask events, see
-`flows.sweep`), `batch_done` when a batch's rows are committed and `batch_failed` when
-it failed every attempt. It keeps a Prefect progress artifact up to date (percent of
-instances done), publishes a table artifact with the run's counts by status and where
+`instance_done` when a worker reports finished instances (Dask events, at most one a
+second per batch), `returned` when a batch's rows reach the run's writer, `batch_done`
+when they are committed and `batch_failed` when the batch failed every attempt. It keeps
+a Prefect progress artifact up to date (percent of instances committed, at most every
+`ARTIFACT_SECONDS`), publishes a table artifact with the run's counts by status and where
 to look at them when the run ends, and hands its standing to the listeners of the run's
 `Control` (`Control.listen`), which is how `puzzlesweep run` draws its progress bar.
-Artifact keys allow only lowercase letters, digits and dashes (docs/architecture.md), so they are
-derived from the sweep name that way.
+Artifact keys allow only lowercase letters, digits and dashes (docs/architecture.md), so
+they are derived from the sweep name that way.
 
-Instances reported by a worker but not committed yet count as done in the display (a
-worker lost before its commit takes them back: its batch is solved again); the run's
-counts by status and its row in `runs` count only committed rows.
+Done means committed, here as on the dashboard and in the run's row in `runs`: the
+terminal, the artifact and the dashboard count the same rows. Instances that workers
+reported but that are not committed yet only shorten the estimate of the time left.
 """
 
 import re
@@ -28,7 +29,11 @@ from prefect.artifacts import (
     update_progress_artifact,
 )
 
+from puzzlesweep import puzzles
 from puzzlesweep.flows.control import Control
+
+#: Seconds between updates of the progress artifact: each is a call to the Prefect API.
+ARTIFACT_SECONDS = 3.0
 
 
 @dataclass
@@ -77,6 +82,7 @@ class Progress:
     # batch number -> [size, reported, when it went out or last reported an instance]
     _out: dict[int, list] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _shown: float = 0.0  # when the progress artifact was last updated (perf_counter)
 
     def __post_init__(self) -> None:
         self.control.progress = self
@@ -88,10 +94,14 @@ class Progress:
         self._notify()
 
     @property
+    def percent(self) -> float:
+        """Percent of the run's instances committed (100 for a run with nothing to do)."""
+        return 100.0 * self.committed / self.total if self.total else 100.0
+
+    @property
     def done(self) -> int:
-        """Instances committed, plus those reported by workers in batches not committed."""
-        with self._lock:
-            return self.committed + sum(min(r, n) for n, r, _ in self._out.values())
+        """Instances committed (what the dashboard and the run's row count too)."""
+        return self.committed
 
     def submitted(self, number: int, instances: int) -> None:
         """Batch `number` of `instances` went out."""
@@ -108,13 +118,22 @@ class Progress:
             self._out[number][2] = time.perf_counter()  # the batch's next job starts now
         self._notify()
 
+    def returned(self, number: int) -> None:
+        """Batch `number`'s rows reached the writer: none of its work is left to run."""
+        with self._lock:
+            if number in self._out:
+                self._out[number][1] = self._out[number][0]
+
     def batch_done(self, number: int, instances: int, counts: dict[str, int]) -> Standing:
         """Batch `number` committed `instances` rows with `counts` by status."""
         with self._lock:
             self._out.pop(number, None)
             self.committed += instances
             self.counts.update(counts)
-        update_progress_artifact(self.artifact, 100.0 * self.committed / max(self.total, 1))
+        now = time.perf_counter()
+        if now - self._shown >= ARTIFACT_SECONDS or self.committed >= self.total:
+            self._shown = now
+            update_progress_artifact(self.artifact, self.percent)
         return self._notify()
 
     def batch_failed(self, number: int) -> None:
@@ -124,8 +143,10 @@ class Progress:
         self._notify()
 
     def finish(self, links: dict[str, str | None]) -> None:
-        """Publish the run's table artifact: one row per status with its count, and in
-        its description each of `links` (name → URL or command) that is not None."""
+        """Bring the progress artifact up to date and publish the run's table artifact:
+        one row per status with its count, and in its description each of `links` (name
+        → URL or command) that is not None."""
+        update_progress_artifact(self.artifact, self.percent)
         rows = [{"status": s, "instances": n} for s, n in sorted(self.counts.items())]
         rows.append({"status": "all", "instances": self.committed})
         where = "".join(f"\n- {name}: {url}" for name, url in links.items() if url)
@@ -155,3 +176,28 @@ class Progress:
         standing = self.standing()
         self.control.notify(standing)
         return standing
+
+
+def instances_word(n: int) -> str:
+    """'instance' or 'instances', as `n` asks: log lines say "1 instance"."""
+    return "instance" if n == 1 else "instances"
+
+
+def number_text(value) -> str:
+    """A number as people read it: integers without '.0', lists comma-joined, None as
+    '-'."""
+    if value is None:
+        return "-"
+    if isinstance(value, list | tuple):
+        return ",".join(map(number_text, value))
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else f"{value:.4g}"
+    return str(value)
+
+
+def instance_words(family: str, row: dict) -> str:
+    """An instance named by its parameters, e.g. `domination[piece=knight rows=8 cols=8]`
+    (`row`: a result row, its parameters in columns or under "params")."""
+    values = {**row, **(row.get("params") or {})}  # a solved row holds them in `params`
+    fields = puzzles.get(family).Params.model_fields
+    return f"{family}[{' '.join(f'{k}={number_text(values.get(k))}' for k in fields)}]"

@@ -32,9 +32,9 @@ from prefect.cache_policies import NO_CACHE
 from puzzlesweep import catalog
 from puzzlesweep.flows.cluster import api_and_cluster, batch_children, dask_runner, worker_identity
 from puzzlesweep.flows.faults import interrupted, retry_transient
-from puzzlesweep.flows.isolate import Children
 from puzzlesweep.flows.run_record import new_run_id, record_link
 from puzzlesweep.flows.submit import submit_all
+from puzzlesweep.isolate import Children
 from puzzlesweep.proof import (
     PROBE_FIELDS,
     Proof,

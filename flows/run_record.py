@@ -12,7 +12,6 @@ import contextlib
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -60,17 +59,11 @@ class RunRecord:
     batches: int = 0
     topic: str | None = None
     ended: str | None = None
-    on_instances: Callable[[int, int], None] | None = None
     control: Control | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _beating: threading.Event = field(default_factory=threading.Event, repr=False)
     _claimed: bool = False
     _reserve: str | None = None
-
-    def instances_done(self, number: int, instances: int) -> None:
-        """A worker reported `instances` more finished instances of batch `number`."""
-        if self.on_instances is not None:
-            self.on_instances(number, instances)
 
     def row(self) -> dict[str, Any]:
         """The run's `runs` row as it stands (state `running`), with the estimate of the
@@ -79,7 +72,7 @@ class RunRecord:
         mine = standing is not None and standing.run_id == self.run_id
         return {
             **self.manifest,
-            **status_counts(self.counts),
+            **catalog.status_counts(self.counts),
             "solved": sum(self.counts.values()),
             "batches": self.batches,
             "seconds_left": standing.seconds_left if mine else None,
@@ -139,7 +132,7 @@ class RunRecord:
             ended = {"state": state, "finished_at": datetime.now(UTC), "seconds_left": None}
             _release(self._reserve)  # the space kept for this very write
             try:
-                counts = written(self.catalog_path, self.run_id)
+                counts = catalog.written(self.catalog_path, self.run_id)
                 catalog.write_run(self.catalog_path, {**self.row(), **counts, **ended})
             except Exception as exc:  # noqa: BLE001 (said in one line)
                 why = disk_full(exc, self.catalog_path) or first_line(exc)
@@ -193,25 +186,18 @@ def new_run_id() -> str:
     return f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid4().hex[:6]}"
 
 
-def start(
-    spec_path: SpecSource,
-    catalog_path: str,
-    force: bool = False,
-    max_instances: int | None = None,
-    allow_concurrent: bool = False,
-    batch_size: int | None = None,
-    control: Control | None = None,
-) -> RunRecord:
-    """Plan the run of the spec at `spec_path` into `catalog_path` (resolved: workers may
-    run elsewhere) and write its row (state `running`). Instances with a final result
-    for the same solver and limits are skipped unless `force`. Raises BadInput for a bad
-    or too large spec (`max_instances` as in `spec.parse`), and when another run of the
-    same sweep is alive in the catalog, unless `allow_concurrent`. The row's heartbeat
-    runs until `end`. With a `control`, the record is its `record` before its row is
-    written, so that a stop at any moment ends the row it wrote."""
-    catalog_path = catalog.resolve(catalog_path)
-    plan, todo = plan_run(spec_path, catalog_path, force, max_instances)
-    if not allow_concurrent:
+def start(spec_path: SpecSource, settings, control: Control | None = None) -> RunRecord:
+    """Plan the run of the spec at `spec_path` into `settings.catalog` (resolved:
+    workers may run elsewhere; `settings`: the run's `RunSettings`) and write its row
+    (state `running`). Instances with a final result for the same solver and limits are
+    skipped unless `settings.force`. Raises BadInput for a bad or too large spec
+    (`settings.max_instances` as in `spec.parse`), and when another run of the same
+    sweep is alive in the catalog, unless `settings.allow_concurrent`. The row's
+    heartbeat runs until `end`. With a `control`, the record is its `record` before its
+    row is written, so that a stop at any moment ends the row it wrote."""
+    catalog_path = catalog.resolve(settings.catalog)
+    plan, todo = plan_run(spec_path, catalog_path, settings.force, settings.max_instances)
+    if not settings.allow_concurrent:
         catalog.refuse_if_busy(catalog_path, plan.name)
     catalog.prepare(catalog_path, {puzzles.get(job.instance.family).Params for job in plan.jobs})
     run_id = new_run_id()
@@ -223,15 +209,15 @@ def start(
         "started_at": datetime.now(UTC),
         "planned": len(plan.jobs),
         "skipped": len(plan.jobs) - len(todo),
-        "batch_size": batch_size,  # None: sized as the run goes (flows/batches.py)
-        "force": force,
+        "batch_size": settings.batch_size,  # None: sized as the run goes (flows/batches.py)
+        "force": settings.force,
     }
     record = RunRecord(
         run_id, catalog_path, plan, todo, manifest, topic=f"progress-{run_id}", control=control
     )
     if control is not None:
         control.record = record
-    record.claim(allow_concurrent)
+    record.claim(settings.allow_concurrent)
     return record
 
 
@@ -273,34 +259,13 @@ def plan_run(
     return plan, [job for job in plan.jobs if job.done_key not in done]
 
 
-def written(catalog_path: str, run_id: str) -> dict:
-    """The counts of run `run_id` as its rows in `results` tell them: `solved` (rows
-    written) and one count per status; empty when the catalog cannot be read (the caller
-    keeps the counts it has)."""
-    try:
-        _, rows = catalog.query(
-            catalog_path,
-            "SELECT status, count(*) FROM results WHERE run_id = ? GROUP BY 1",
-            [run_id],
-        )
-    except Exception:  # noqa: BLE001 (an unreadable catalog: the reports' counts stand)
-        return {}
-    counts = Counter(dict(rows))
-    return {**status_counts(counts), "solved": sum(counts.values())}
-
-
 def settle(catalog_path: str, run_id: str) -> None:
     """Count run `run_id`'s rows again and rewrite its row in `runs` if a batch
     committed after the flow counted them."""
     row = catalog.read_run(catalog_path, run_id)
-    counts = written(catalog_path, run_id)
+    counts = catalog.written(catalog_path, run_id)
     if row is not None and counts and counts["solved"] != row["solved"]:
         catalog.write_run(catalog_path, {**row, **counts})
-
-
-def status_counts(counts: Counter) -> dict[str, int]:
-    """One manifest column per status, zero when absent."""
-    return {status: counts.get(status, 0) for status in catalog.STATUSES}
 
 
 PAST_SECONDS = f"""

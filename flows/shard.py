@@ -38,6 +38,7 @@ from puzzlesweep.flows.faults import interrupted
 from puzzlesweep.flows.run_record import new_run_id, record_link
 from puzzlesweep.solvers import Limits, frontier
 from puzzlesweep.solvers.frontier import sharded
+from puzzlesweep.solvers.frontier.depth_first import incumbent
 from puzzlesweep.solvers.frontier.sharded import ShardedRun, Step
 
 #: The `solver` column of a sharded search's row.
@@ -124,7 +125,7 @@ def sharded_search(
     (raising on an invalid one); `on_layer(step, manifest)` is called after each
     recorded layer; `wall_seconds` after the start (None: no limit) every part stops
     within about a second and the layer in flight is dropped (a re-run redoes it); a
-    depth-first dive first gives an incumbent (`sharded.incumbent`), which a time
+    depth-first dive first gives an incumbent (`depth_first.incumbent`), which a time
     limit reports with the bound the failed targets prove.
     Returns {"status": optimal | infeasible | time_limit, "objective" (at a time limit
     the incumbent's moves or None), "bound" (the fewest moves possible: every smaller
@@ -137,7 +138,7 @@ def sharded_search(
     best = None
     if step.kind == "expand":  # an incumbent: what a time limit reports
         share = INCUMBENT_SHARE * (math.inf if wall_seconds is None else wall_seconds)
-        best = sharded.incumbent(run, min(INCUMBENT_SECONDS, share))
+        best = incumbent(run.problem, min(INCUMBENT_SECONDS, share))
     with connect(scheduler) as client:  # one client: opening one took about 0.3 s
         while step.kind == "expand" and time.time() < stop_at:
             task = attempt.with_options(task_run_name=f"target-{step.target}")
@@ -202,10 +203,7 @@ def run_search(
         try:
             with beating:
                 linked = partial(record_link, catalog_path, manifest) if manifest else None
-                wall = None
-                if wall_seconds is not None:  # room to close the cluster and write the rows
-                    margin = min(WALL_MARGIN_SECONDS, WALL_MARGIN_SHARE * wall_seconds)
-                    wall = (started or time.time()) + wall_seconds - margin
+                wall = _stop_at(wall_seconds, started)
                 report = _search(run, verify, address, workers, dashboard_address, wall,
                                  announce, on_running, connect_timeout, linked)  # fmt: skip
                 row = p is not None and write_row(
@@ -219,6 +217,16 @@ def run_search(
         if manifest:
             _end(catalog_path, manifest, "finished", report["status"] if row else None, p)
     return {**report, "row": row}
+
+
+def _stop_at(wall_seconds: float | None, started: float | None) -> float | None:
+    """The wall-clock time (`time.time()`) the search stops at: `wall_seconds` after
+    `started` (None: now), less the margin to close the cluster and write the rows;
+    None without a wall."""
+    if wall_seconds is None:
+        return None
+    margin = min(WALL_MARGIN_SECONDS, WALL_MARGIN_SHARE * wall_seconds)
+    return (started or time.time()) + wall_seconds - margin
 
 
 def _search(run, verify, address, workers, dashboard, stop_at, announce, on_running, timeout,

@@ -1,27 +1,22 @@
-"""The sweep flow: spec → jobs → skip finished → batches → one Prefect task per batch.
+"""The sweep flow: spec → jobs → skip finished → batches on Dask → one writer → catalog.
 
-Batches are cut as the run goes (`batches.Planner`): their sizes follow the measured
-seconds per instance, so that neither the per-task overhead nor the last batches
-dominate, and two per worker are submitted at a time.
+The sweep is one Prefect flow run (deployments, schedules, states, logs, artifacts);
+its batches travel over Dask as plain futures (`flight`), never as Prefect task runs,
+and the run's one writer commits their rows in groups. Measured on 16 cores: a Prefect
+task per batch with a log line per instance cost 5× a bare process pool at 4 workers and
+17× at 16, while plain Dask over the same batches ran within 1.1-1.2× of it
+(benchmarks/README.md, "scale").
 
-Prefect orchestrates at batch granularity (state, retries, logs); Dask does the fan-out
-through `prefect_dask.DaskTaskRunner`, on an embedded `LocalCluster` or on an existing
-scheduler (`address`). Each batch task solves its instances, verifies them and appends
-its rows to the catalog's `results` table as one Delta commit before it returns: a
-result that was reported is never lost, and a re-run solves only what the catalog does
-not hold yet. The run's row in `runs` carries a heartbeat while the flow lives.
+`run_sweep` (the command line, `puzzlesweep.sweep()`) reads the spec and starts the
+cluster in a thread (`settings.EarlyStart`) while the temporary Prefect API starts, then
+runs the flow, which claims the run's row, takes the started cluster (or starts one:
+a deployment) and ends the flow run's state truthfully. A caller steers the run through
+its `Control`, handed to the flow by context (`control.CALLER`), never as a parameter.
 
 Faults: every instance is solved in a child process of its worker under hard time and
-memory limits (`isolate`), so a solver that overruns, runs out of memory or crashes
-becomes a row with its status and message. A batch's commit carries its run and index
-as a Delta application transaction, so an attempt that Dask repeats after losing a
-worker, or that Prefect retries after a transient failure (`retries`), writes nothing
-twice: every instance is in the catalog once. A batch that fails all its attempts is
-counted in the report and the others go on.
-
-This module holds no puzzle logic: it claims the run, starts the cluster and ends the
-flow run's state. The batch task is `batch_task.solve_batch` (what runs on the
-workers); the batches in flight are `flight.solve_batches`.
+memory limits (`isolate`); a batch whose worker is lost is run again by Dask, and one
+that failed with an error a retry may cure is submitted again (`retries`); rows are
+committed once, each batch's with its app id. This module holds no puzzle logic.
 """
 
 import functools
@@ -36,16 +31,21 @@ from prefect.states import Cancelled, Failed
 
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows import run_record
-from puzzlesweep.flows.backend import Cluster, warn_remote_without_api
-from puzzlesweep.flows.batch_task import RETRIES, instances_word, solve_batch
-from puzzlesweep.flows.batches import Batch
-from puzzlesweep.flows.cluster import configured_api, connect, prefect_api, worker_events
-from puzzlesweep.flows.control import Control
+from puzzlesweep.flows.cluster import (
+    configured_api,
+    connect,
+    enclosing_scheduler,
+    prefect_api,
+    quiet_dask,
+)
+from puzzlesweep.flows.control import CALLER, Caller, Control
 from puzzlesweep.flows.faults import RunStopped
 from puzzlesweep.flows.flight import solve_batches
+from puzzlesweep.flows.progress import instances_word
 from puzzlesweep.flows.run_record import SpecSource
+from puzzlesweep.flows.settings import RETRIES, EarlyStart, RunSettings, warn_remote_without_api
 
-__all__ = ["Batch", "RETRIES", "run_sweep", "solve_batch", "sweep"]
+__all__ = ["RETRIES", "run_sweep", "sweep"]
 
 
 @flow(name="sweep", validate_parameters=False)
@@ -63,62 +63,49 @@ def sweep(
     dashboard_address: str | None = None,
     connect_timeout: float = 10.0,
     backend: str = "dask",
-    control: Control | None = None,
 ) -> dict:
-    """Run the sweep `spec` (a path, a URL, inline TOML text, or the TOML document as a
-    dict) into the catalog at `catalog`: plan it, claim and record its run in `runs`,
-    solve its instances on Dask (the scheduler at `address`, or a `LocalCluster` of
-    `workers` (default 2) single-threaded processes started and closed here, its
-    dashboard on `dashboard_address` or none; `backend` "threads": threads of this
-    process, see `cluster.Cluster`), and return the report {"run_id", "sweep", "planned",
-    "skipped", "solved", "counts", "batches", "retried", "failed", "stopped",
-    "seconds", "flow_run_url", "flow_run_id", "dashboard", "catalog", "scheduler"}.
+    """Run a sweep into a catalog; returns its report ("run_id", "counts", "solved"...).
+    Ends `Completed` when every instance has a row and none is in `error`; `Failed` for
+    `error` rows, failed batches, bad input or a lost API, scheduler or catalog (what
+    was written is kept); `Cancelled` at Ctrl-C or SIGTERM (the row says `interrupted`).
 
-    This is the flow that `puzzlesweep run`, `puzzlesweep.sweep()` and the deployments
-    of deploy/prefect.yaml run: one flow run, renamed after the sweep and tagged
-    `sweep:NAME` and `family:NAME` once the spec is read. `memory_limit` (bytes per
-    instance), `retries` (per batch), `batch_size` (None: sized as the run goes),
-    `force` (solve again what the catalog holds), `max_instances`, `allow_concurrent`
-    as in `puzzlesweep run`. `control`: the caller's `Control` (stop requests, progress
-    listeners, announce channel); None for a deployment.
-
-    Ends `Completed` when every instance has a row and none is in `error`; `Failed`
-    when instances ended in `error` or batches failed every attempt (the report is in
-    `control.report`); `Cancelled` on a stop request (Ctrl-C, SIGTERM: the run's row
-    says `interrupted`). `Failed` too, with its one line as the state's message and
-    the exception in `control.error` (no traceback on the terminal): BadInput for a
-    bad spec or address, or another live run of the sweep; RunStopped when the
-    Prefect API, the Dask scheduler or the catalog was lost (what was written is kept,
-    a re-run solves what is missing)."""
-    control = control or Control()
+    Args:
+        spec: The sweep spec: a path, a URL, inline TOML text, or the TOML document as a dict.
+        catalog: The catalog's directory or object-store URL.
+        address: An existing Dask scheduler, tcp://HOST:PORT (none: a cluster started here).
+        workers: Workers of a cluster started here (none: one per core; not with address).
+        batch_size: Instances per batch (none: sized as the run goes).
+        force: Solve again the instances the catalog already holds.
+        memory_limit: Bytes per instance (none: the Dask worker's memory per thread).
+        retries: Extra attempts of a batch after a failure a retry may cure.
+        max_instances: Refuse a spec of more instances (none: the spec's own cap).
+        allow_concurrent: Run even while another run of this sweep writes to the catalog.
+        dashboard_address: HOST:PORT of a started cluster's Dask dashboard (none: none).
+        connect_timeout: Seconds to wait for the scheduler at address.
+        backend: dask (a cluster), or threads (threads of the flow's own process).
+    """
+    caller = CALLER.get() or Caller(Control())
+    control = caller.control
+    quiet_dask()  # a deployment's worker prints the run's lines, not Dask's INFO lines
     control.on_flow_start()
     control.cancel_flow_run = functools.partial(_cancel_in_prefect, _flow_run_id())
-    cluster = _checked_cluster(backend, address, workers, dashboard_address, connect_timeout)
     try:  # a stop at any moment after the claim ends the row it wrote
-        run = run_record.start(
-            spec, catalog, force, max_instances, allow_concurrent, batch_size, control
-        )
+        settings = RunSettings.of(
+            catalog=catalog, address=address, workers=workers, batch_size=batch_size,
+            force=force, memory_limit=memory_limit, retries=retries,
+            max_instances=max_instances, allow_concurrent=allow_concurrent,
+            dashboard_address=dashboard_address, connect_timeout=connect_timeout,
+            backend=backend,
+        )  # fmt: skip
+        if settings.address:  # refused here, before the run's row is written
+            connect(settings.address, settings.connect_timeout).close()
+        run = run_record.start(spec, settings, control)
         _name_flow_run(run, control)
-        report = _solve_run(run, control, cluster, batch_size, memory_limit, retries)
+        _crash_lost_flow_runs(run)
+        report = _solve_run(run, control, settings, caller.early)
     except BaseException as exc:
         return _ended_by(exc, control)
     return _outcome(run, report, control)
-
-
-def _checked_cluster(backend, address, workers, dashboard_address, connect_timeout) -> Cluster:
-    """The run's validated cluster settings (`Cluster.of`); a scheduler at `address`
-    that does not answer within `connect_timeout` seconds is refused here, as bad input,
-    before the run's row is written. Raises BadInput."""
-    cluster = Cluster.of(
-        backend=backend,
-        address=address,
-        workers=workers,
-        dashboard_address=dashboard_address,
-        connect_timeout=connect_timeout,
-    )
-    if address:
-        connect(address, connect_timeout).close()
-    return cluster
 
 
 def _ended_by(exc: BaseException, control: Control) -> Any:
@@ -145,30 +132,32 @@ def _outcome(run, report: dict, control: Control) -> Any:
     RunStopped in `control.error` when a batch stopped it, else the report (kept in
     `control.report`, with this flow run's id) or a Failed state naming what failed."""
     if report["stopped"]:
-        _settle(run)
+        with suppress(Exception):  # the catalog that stopped the run may refuse this too
+            run_record.settle(run.catalog_path, run.run_id)
         control.error = RunStopped(
             f"run {run.run_id} stopped at the first batch that cannot succeed: "
             f"{report['stopped']}; the instances written before are kept"
         )
         return Failed(message=str(control.error))
-    from prefect.context import FlowRunContext
-
-    report["flow_run_id"] = str(FlowRunContext.get().flow_run.id)
+    report["flow_run_id"] = str(_flow_run_id())
+    report["query"] = f"SELECT * FROM results WHERE run_id = '{run.run_id}'"
     control.report = report
-    return _final_state(report)
+    errors = report["counts"].get("error", 0)
+    if report["failed"] or errors:
+        parts = [f"{len(report['failed'])} batches failed every attempt"] * bool(report["failed"])
+        parts += [f"{errors} {instances_word(errors)} ended in error"] * bool(errors)
+        return Failed(message=f"run {report['run_id']}: {'; '.join(parts)}")
+    return report
 
 
-def _interrupted(run, control: Control, stop=None) -> None:
-    """At a stop request, before anything is torn down: this flow run and its
-    unfinished task runs are `Cancelled` in Prefect at once (the caller may exit before
-    the teardown ends), the batches still running are told to commit nothing (`stop`),
-    and the run's row says `interrupted`; then the caller hears of it
+def _interrupted(run, control: Control) -> None:
+    """At a stop request, before anything is torn down: the run's row says `interrupted`,
+    then this flow run is `Cancelled` in Prefect (the row first: an API that is gone
+    could hold the call until the caller's exit), then the caller hears of it
     (`control.on_stopped`)."""
     if run.ended is None:
-        control.cancel_flow_run()  # first: the caller may exit before the teardown ends
-        if stop is not None:
-            stop()
         run.end("interrupted")
+        control.cancel_flow_run()
     control.on_stopped("interrupted", None)
 
 
@@ -181,41 +170,41 @@ def _flow_run_id() -> Any:
 
 
 def _cancel_in_prefect(flow_run_id) -> None:
-    """Set flow run `flow_run_id`, then its task runs not in a final state, to Cancelled
-    (the flow run first: the process may exit before the last call returns). Safe from
-    any thread; never raises (an API that is gone has nothing to show)."""
+    """Set flow run `flow_run_id` to Cancelled. Safe from any thread; never raises (an
+    API that is gone has nothing to show)."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
     if flow_run_id is None:
         return
     message = "interrupted (Ctrl-C or SIGTERM); what was written is kept"
     with suppress(Exception), get_client(sync_client=True) as client:
         client.set_flow_run_state(flow_run_id, Cancelled(message=message), force=True)
-        task_runs = client.read_task_runs(
-            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+
+
+def _crash_lost_flow_runs(run, most: int = 20) -> None:
+    """Set to Crashed, on a configured Prefect server, the flow runs of the last `most`
+    runs of this sweep that the catalog finds `lost` (killed without ending their flow
+    run, which Prefect would show Running for good). Never raises."""
+    from prefect.client.orchestration import get_client
+    from prefect.states import Crashed
+
+    from puzzlesweep import catalog
+
+    if not configured_api():
+        return  # a temporary API ended with the run that started it
+    with suppress(Exception), get_client(sync_client=True) as client:
+        _, rows = catalog.query(
+            run.catalog_path,
+            "SELECT run_id, flow_run_url FROM runs WHERE sweep = ? AND state = 'lost' "
+            "AND flow_run_url IS NOT NULL ORDER BY started_at DESC LIMIT ?",
+            [run.plan.name, most],
         )
-        for task_run in task_runs:
-            if task_run.state is None or not task_run.state.is_final():
-                client.set_task_run_state(task_run.id, Cancelled(message=message), force=True)
-
-
-def _final_state(report: dict) -> Any:
-    """The flow's report, or a Failed state naming what failed (the report stays in the
-    caller's Control)."""
-    errors = report["counts"].get("error", 0)
-    if report["failed"] or errors:
-        parts = [f"{len(report['failed'])} batches failed every attempt"] * bool(report["failed"])
-        parts += [f"{errors} {instances_word(errors)} ended in error"] * bool(errors)
-        return Failed(message=f"run {report['run_id']}: {'; '.join(parts)}")
-    return report
-
-
-def _settle(run) -> None:
-    try:
-        run_record.settle(run.catalog_path, run.run_id)
-    except Exception:  # noqa: BLE001 (the catalog that stopped the run may refuse this too)
-        pass
+        for run_id, url in rows:
+            flow_run_id = url.rstrip("/").rsplit("/", 1)[-1]
+            state = client.read_flow_run(flow_run_id).state
+            if state is not None and not state.is_final():
+                message = f"run {run_id} was found lost: its process ended without a word"
+                client.set_flow_run_state(flow_run_id, Crashed(message=message), force=True)
 
 
 def _name_flow_run(run, control: Control) -> None:
@@ -242,55 +231,74 @@ def _name_flow_run(run, control: Control) -> None:
     )
 
 
-def _solve_run(
-    run, control: Control, cluster: "Cluster", batch_size, memory_limit, retries
-) -> dict:
-    """Start the cluster (none when nothing is to solve), then solve the run's jobs."""
-    if not cluster.address and not run.todo:
+def _solve_run(run, control: Control, settings: RunSettings, early) -> dict:
+    """Take the started cluster (`early`) or start one (none when nothing is to solve),
+    then solve the run's jobs."""
+    if not settings.address and not run.todo:
         control.announce("nothing to solve: every instance has its result in the catalog")
-        report = solve_batches(run, control, None, 1, batch_size, memory_limit, retries)
+        report = solve_batches(run, control, None, settings)
         return {**report, **run.links(), "scheduler": None}
-    with cluster.start() as (scheduler, dashboard, found, runner, children):
-        run.manifest["dask_dashboard_url"] = dashboard
-        if dashboard:
+    cluster = early.started() if early is not None else settings.start(len(run.todo))
+    with cluster as started:
+        run.manifest["dask_dashboard_url"] = started.dashboard
+        if started.dashboard:
             run.write()  # the link is on the dashboard now, not at the next heartbeat
-        if scheduler:
-            link = dashboard or "(none)"
-            control.announce(f"Dask scheduler {scheduler}, {found} workers, dashboard {link}")
+        if started.scheduler:
+            link = started.dashboard or "(none)"
+            control.announce(
+                f"Dask scheduler {started.scheduler}, {started.workers} workers, dashboard {link}"
+            )
             configured = configured_api() is not None
-            warn_remote_without_api(scheduler, cluster.address, configured, control.announce)
+            warn_remote_without_api(
+                started.scheduler, settings.address, configured, control.announce
+            )
         else:
-            control.announce(f"{found} {'thread' if found == 1 else 'threads'} in this process")
-        with worker_events(scheduler, run.topic, run.instances_done, memory_limit) as stop:
-            try:
-                report = solve_batches(
-                    run,
-                    control,
-                    runner,
-                    max(1, found),
-                    batch_size,
-                    memory_limit,
-                    retries,
-                    scheduler,
-                    children,
-                )
-            except (KeyboardInterrupt, TerminationSignal):
-                _interrupted(run, control, stop)  # before the cluster's teardown
-                raise
-    return {**report, **run.links(), "scheduler": scheduler}
+            n = started.workers
+            control.announce(f"{n} {'thread' if n == 1 else 'threads'} in this process")
+        try:
+            report = solve_batches(run, control, started, settings)
+        except (KeyboardInterrupt, TerminationSignal):
+            _interrupted(run, control)  # before the cluster's teardown
+            raise
+    return {**report, **run.links(), "scheduler": started.scheduler}
 
 
-def run_sweep(spec: SpecSource, catalog: str = "results", api=None, **options: Any) -> dict:
-    """Run the `sweep` flow in this process and return its report (`sweep`'s keyword
-    `options`). Without a configured Prefect API (`PREFECT_API_URL`), a temporary one
-    (`api`, when the caller started it early, else a new one) serves the run and stops
-    after it. Raises as `sweep` does; KeyboardInterrupt when the run was interrupted.
-    A run that ends Failed (instances in error, batches failed) returns its report."""
-    control = options.setdefault("control", Control())
+def run_sweep(
+    spec: SpecSource,
+    settings: RunSettings | None = None,
+    api=None,
+    control: Control | None = None,
+    keep_api: bool = False,
+    plan=None,
+) -> dict:
+    """Run the `sweep` flow in this process with `settings` and return its report.
+    The spec is read first (BadInput before anything starts; `plan`: its `spec.Sweep`
+    when the caller read it already); a cluster started here starts in a thread while
+    the Prefect API does. Inside a user's flow whose task runner is Dask's, the sweep is
+    its subflow and runs on that flow's cluster. Without a configured Prefect API
+    (`PREFECT_API_URL`), a temporary one (`api`, when the caller started it early, else
+    a new one) serves the run and stops after it unless `keep_api`. `control`: the
+    caller's stop requests, progress listeners and announce channel. Raises as `sweep`
+    does; KeyboardInterrupt when the run was interrupted. A run that ends Failed
+    (instances in error, batches failed) returns its report."""
+    settings = settings or RunSettings()
+    control = control or Control()
     if isinstance(spec, str) and "\n" not in spec and "://" not in spec:
         spec = str(Path(spec).resolve())  # the flow run's parameter names the file read
-    with prefect_api(api):
-        state = sweep(spec, catalog, return_state=True, **options)
+    plan = plan or run_record.read_spec(spec, settings.max_instances)
+    if settings.backend == "dask" and not settings.address and settings.workers is None:
+        if scheduler := enclosing_scheduler():
+            settings = settings.model_copy(update={"address": scheduler})
+    local = settings.backend == "dask" and not settings.address
+    early = EarlyStart(settings, len(plan.jobs)) if local else None
+    token = CALLER.set(Caller(control, early))
+    try:
+        with prefect_api(api, keep=keep_api):
+            state = sweep(spec, **settings.model_dump(), return_state=True)
+    finally:
+        CALLER.reset(token)
+        if early is not None:
+            early.close()
     if state.is_cancelled():
         raise KeyboardInterrupt
     if control.error is not None:

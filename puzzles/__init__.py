@@ -140,6 +140,8 @@ def get(name: str) -> ModuleType:
     families for an unknown name, or naming what an installed family lacks."""
     if name in BUILTIN:
         return importlib.import_module(f"puzzlesweep.puzzles.{name}")
+    if name in _LOADED:  # reading the entry points takes ~7 ms: once per process
+        return _LOADED[name]
     point = _installed().get(name)
     if point is None:
         known = BUILTIN + tuple(sorted(_installed()))
@@ -149,7 +151,13 @@ def get(name: str) -> ModuleType:
     except Exception as exc:  # an installed family that cannot be imported
         raise BadInput(f"family {name!r}: {point.value} cannot be imported: {exc}") from None
     check(module, name)
+    _LOADED[name] = module
     return module
+
+
+#: The installed families this process has loaded and checked (as `sys.modules` keeps
+#: modules): a worker asks `get` several times per instance.
+_LOADED: dict[str, ModuleType] = {}
 
 
 @dataclass(frozen=True)

@@ -32,12 +32,21 @@ def sweep(spec, catalog: str = "results", **options):
     """Run a sweep in this process and return its report (a dict: "run_id", "sweep",
     "planned", "skipped", "solved", "counts" by status, "batches", "failed", ...), as
     `puzzlesweep run` does: `spec` is a path, a URL, inline TOML text or the TOML
-    document as a dict; `catalog` the catalog's directory or URL; `options` those of
-    the `puzzlesweep.flows.sweep.sweep` flow (`backend="threads"` for a notebook,
-    `workers`, `address`, `batch_size`, `memory_limit`, ...). Read the rows with
-    `puzzlesweep.catalog.query`. Raises puzzlesweep.core.BadInput for a bad spec or
-    options, KeyboardInterrupt when the run was interrupted."""
+    document as a dict; `catalog` the catalog's directory or URL; `options` the fields of
+    `puzzlesweep.flows.settings.RunSettings`, which are the `sweep` flow's parameters
+    (`backend="threads"` for a notebook, `workers`, `address`, `batch_size`,
+    `memory_limit`, ...). The report's "query" selects the rows of this run:
+    `puzzlesweep.catalog.query(catalog, report["query"])`, or `catalog.to_pandas`. Calls
+    in one process share one temporary Prefect API (when none is configured); inside a
+    flow whose task runner is Dask's, the sweep is its subflow on that cluster. A script
+    that runs a sweep on a local cluster must call it under `if __name__ ==
+    "__main__":` (the cluster's worker processes import the script). Raises
+    puzzlesweep.core.BadInput for a bad spec or options, KeyboardInterrupt when the run
+    was interrupted."""
     set_quiet_defaults()
+    from puzzlesweep.flows.api import shared_api
+    from puzzlesweep.flows.settings import RunSettings
     from puzzlesweep.flows.sweep import run_sweep
 
-    return run_sweep(spec, catalog, **options)
+    settings = RunSettings.of(catalog=catalog, **options)
+    return run_sweep(spec, settings, api=shared_api(), keep_api=True)

@@ -198,7 +198,7 @@ def part_request(
     proof: Proof, index: int | None, cutoff: float | None, limits: Limits, run_id: str
 ) -> dict:
     """The JSON request that solves part `index` of `proof` (None: the probe) in a solver
-    child process (`flows.isolate`); it names the family, solver and limits as an
+    child process (`puzzlesweep.isolate`); it names the family, solver and limits as an
     instance's request does, so a child that dies still gives a row (`failed_row`)."""
     return {
         "family": proof.family,

@@ -4,6 +4,7 @@ process group and stopped (then killed) whatever happens."""
 import ctypes
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -177,19 +178,27 @@ class SeaweedFS:
     def __init__(self, root: Path):
         self.root = root
         self.processes = Processes(root)
+        self.env: dict[str, str] = {}
+        self._choose_ports()
+        self._served = False  # once it has served, a restart keeps its ports (its URL)
+
+    def _choose_ports(self) -> None:
+        """Free ports for every part of the server; `endpoint` and `env` follow them."""
         self.ports = {
             name: free_port()
             for name in ("master", "master.grpc", "volume", "volume.grpc", "filer")
             + ("filer.grpc", "s3", "s3.grpc")
         }
         self.endpoint = f"http://127.0.0.1:{self.ports['s3']}"
-        self.env = {
-            "AWS_ENDPOINT_URL": self.endpoint,
-            "AWS_ACCESS_KEY_ID": self.access_key,
-            "AWS_SECRET_ACCESS_KEY": self.secret_key,
-            "AWS_REGION": self.region,
-            "AWS_ALLOW_HTTP": "true",
-        }
+        self.env.update(
+            {
+                "AWS_ENDPOINT_URL": self.endpoint,
+                "AWS_ACCESS_KEY_ID": self.access_key,
+                "AWS_SECRET_ACCESS_KEY": self.secret_key,
+                "AWS_REGION": self.region,
+                "AWS_ALLOW_HTTP": "true",
+            }
+        )
 
     def command(self) -> list[str]:
         """The `weed server` command line: every port chosen here, nothing else on."""
@@ -251,16 +260,34 @@ class SeaweedFS:
             return False
         return True
 
-    def start(self, timeout: float = 90) -> "SeaweedFS":
-        """Start the server and wait until S3 answers (fails with its log otherwise)."""
-        process = self.processes.start("weed", *self.command())
-        deadline = time.monotonic() + timeout
-        while not self.answers():
-            if process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise AssertionError(f"weed server did not answer:\n{self.processes.log('weed')}")
-            time.sleep(0.5)
-        return self
+    def start(self, timeout: float = 90, attempts: int = 5) -> "SeaweedFS":
+        """Start the server and wait until S3 answers (fails with its log otherwise).
+        A port that another process took between its choice and the server's bind
+        (`bind: address already in use` in the log) is retried, `attempts` times in all:
+        with new ports and an empty data folder on a first start, with the same ones
+        (after a second) on a restart, whose clients know its URL already."""
+        for attempt in range(attempts):
+            process = self.processes.start("weed", *self.command())
+            deadline = time.monotonic() + timeout
+            while not self.answers():
+                taken = "address already in use" in self.processes.log("weed")
+                if taken or process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    if taken and attempt < attempts - 1:
+                        break
+                    raise AssertionError(
+                        f"weed server did not answer:\n{self.processes.log('weed')}"
+                    )
+                time.sleep(0.5)
+            else:
+                self._served = True
+                return self
+            if self._served:
+                time.sleep(1)
+            else:  # afresh: a master's records name the ports it was started with
+                shutil.rmtree(self.root / "data", ignore_errors=True)
+                self._choose_ports()
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def bucket(self, name: str) -> str:
         """Create bucket `name` (retrying while the filer settles); returns s3://NAME."""
@@ -279,3 +306,157 @@ class SeaweedFS:
         it gets 3 s for SIGTERM (a graceful `weed server` stop takes longer), then
         SIGKILL."""
         self.processes.stop(grace=3)
+
+
+#: Debian's packages of a one-node SLURM (22.05 on bookworm) and its authentication.
+SLURM_PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge")
+SLURM_PROGRAMS = ("slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scancel", "munged")
+
+
+def install_slurm() -> None:
+    """Install `SLURM_PACKAGES` with apt (as `make slurm` does) when one of
+    `SLURM_PROGRAMS` is missing; raises AssertionError with apt's output when that fails
+    (not root, no package lists). Where systemd runs, the packages may start their own
+    services with Debian's configuration; `Slurm` neither uses nor touches them."""
+    import shutil
+
+    if all(shutil.which(name, path="/usr/sbin:/usr/bin:/sbin:/bin") for name in SLURM_PROGRAMS):
+        return
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for command in (
+        ["apt-get", "update", "-q"],
+        ["apt-get", "install", "-y", "-q", *SLURM_PACKAGES],
+    ):
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+        if done.returncode != 0:
+            raise AssertionError(f"{' '.join(command)} failed:\n{done.stdout[-2000:]}{done.stderr}")
+
+
+class Slurm:
+    """A real one-node SLURM cluster on 127.0.0.1: `munged`, `slurmctld -D` and
+    `slurmd -D` (Debian's packages, run as root), their configuration, key, sockets,
+    state, spool and logs all in `root`, which must be a new folder (e.g. from
+    `tempfile.mkdtemp`): munged refuses a socket whose folder and parents are not
+    searchable by all, so `root` is made mode 755 (pytest's own temporary folders are
+    700). The node is this host as `slurmd -C` finds it (its cores and memory);
+    `ProctrackType=proctrack/linuxproc`, no cgroups, no accounting. Its one partition
+    `test` lets jobs share cores (`OverSubscribe=FORCE:4`): a driver job that mostly
+    waits and two worker jobs fit on two cores.
+
+    `env` holds `SLURM_CONF` for the client commands (sbatch, squeue, scancel, sinfo),
+    which pass it on to the jobs; `start()` returns once `sinfo` shows the node idle;
+    `stop()` cancels every job left, then stops the three daemons. Nothing outside
+    `root` is written, so a second cluster on the same machine starts afresh."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.root.chmod(0o755)
+        self.processes = Processes(self.root)
+        self.conf = self.root / "slurm.conf"
+        self.socket = self.root / "run" / "munge.socket"
+        self.env = {"SLURM_CONF": str(self.conf)}
+
+    def node(self) -> str:
+        """This host's NodeName line as `slurmd -C` prints it (name, CPUs, sockets,
+        cores, threads, RealMemory in MiB)."""
+        done = subprocess.run(["slurmd", "-C"], capture_output=True, text=True, timeout=60)
+        line = next((x for x in done.stdout.splitlines() if x.startswith("NodeName=")), None)
+        assert line, f"slurmd -C printed no NodeName line:\n{done.stdout}{done.stderr}"
+        return line
+
+    def configure(self) -> str:
+        """Write the munge key and slurm.conf; returns the node's name."""
+        for folder, mode in (("munge", 0o700), ("run", 0o755), ("state", 0o755), ("spool", 0o755)):
+            (self.root / folder).mkdir(mode=mode)
+        key = self.root / "munge" / "munge.key"
+        key.write_bytes(os.urandom(1024))
+        key.chmod(0o400)
+        node = self.node()
+        name = node.split()[0].removeprefix("NodeName=")
+        root, ports = self.root, (free_port(), free_port())
+        self.conf.write_text(
+            f"""\
+ClusterName=puzzlesweep-test
+SlurmctldHost={name}(127.0.0.1)
+SlurmctldPort={ports[0]}
+SlurmdPort={ports[1]}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket={self.socket}
+CredType=cred/munge
+StateSaveLocation={root}/state
+SlurmdSpoolDir={root}/spool
+SlurmctldPidFile={root}/run/slurmctld.pid
+SlurmdPidFile={root}/run/slurmd.pid
+SlurmctldLogFile={root}/slurmctld-file.log
+SlurmdLogFile={root}/slurmd-file.log
+MailProg=/bin/true
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+MpiDefault=none
+SwitchType=switch/none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+ReturnToService=2
+{" ".join(node.split()[:1] + ["NodeAddr=127.0.0.1"] + node.split()[1:])} State=UNKNOWN
+PartitionName=test Nodes={name} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
+"""
+        )
+        return name
+
+    def command(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        """Run a SLURM client command (`sinfo`, `squeue`, ...) against this cluster."""
+        return subprocess.run(
+            args, capture_output=True, text=True, timeout=timeout, env={**os.environ, **self.env}
+        )
+
+    def idle(self) -> bool:
+        """Does `sinfo` show the node idle?"""
+        done = self.command("sinfo", "--noheader", "--Node", "--format=%T")
+        return done.returncode == 0 and done.stdout.split() == ["idle"]
+
+    def jobs(self) -> list[str]:
+        """The ids of this cluster's jobs that `squeue` lists (any state)."""
+        done = self.command("squeue", "--noheader", "--format=%i")
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    def start(self, timeout: float = 120) -> "Slurm":
+        """Install SLURM if missing, configure, start the daemons and wait until the node
+        is idle; fails with the daemons' logs otherwise (and stops what it started)."""
+        install_slurm()
+        name = self.configure()
+        munge, run = self.root / "munge", self.root / "run"
+        self.processes.start(
+            "munged",
+            *("munged", "--foreground", f"--socket={self.socket}"),
+            *(f"--key-file={munge}/munge.key", f"--seed-file={munge}/munged.seed"),
+            *(f"--log-file={munge}/munged.log", f"--pid-file={run}/munged.pid"),
+        )
+        try:
+            wait_for(f"munged's socket\n{self.processes.log('munged')}", self.socket.exists, 30)
+            self.processes.start("slurmctld", "slurmctld", "-D", "-f", str(self.conf))
+            self.processes.start("slurmd", "slurmd", "-D", "-N", name, "-f", str(self.conf))
+            try:
+                wait_for("the node to be idle", self.idle, timeout, every=1)
+            except AssertionError as exc:
+                logs = [self.processes.log(x) for x in ("slurmctld", "slurmd")]
+                raise AssertionError("\n".join([str(exc), *logs])) from None
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self, timeout: float = 90) -> None:
+        """Cancel every job still queued or running (waiting up to `timeout` s for
+        `squeue` to be empty), then stop slurmd, slurmctld and munged."""
+        try:
+            if self.processes.started and self.jobs():
+                self.command("scancel", "--full", "--user=root")
+                wait_for("the cancelled jobs to end", lambda: not self.jobs(), timeout, every=1)
+        finally:
+            self.processes.stop(grace=15)

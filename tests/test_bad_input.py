@@ -6,6 +6,7 @@ the children it started (`resource.getrusage(RUSAGE_CHILDREN)`)."""
 
 import contextlib
 import json
+import os
 import socket
 import subprocess
 import threading
@@ -185,7 +186,7 @@ def test_solve_holds_its_time_limit_from_the_start_of_building_the_model(tmp_pat
 
 
 def _solver_child(process: subprocess.Popen, timeout: float = 120):
-    """The solver child (`python -m puzzlesweep.flows.isolate`) of the `solve` command
+    """The solver child (`python -m puzzlesweep.isolate`) of the `solve` command
     this test started, once it exists."""
     import psutil
 
@@ -193,7 +194,7 @@ def _solver_child(process: subprocess.Popen, timeout: float = 120):
     while time.monotonic() < deadline:
         for child in psutil.Process(process.pid).children(recursive=True):
             try:
-                if "puzzlesweep.flows.isolate" in child.cmdline():
+                if "puzzlesweep.isolate" in child.cmdline():
                     return child
             except psutil.NoSuchProcess:
                 continue
@@ -345,6 +346,65 @@ def test_an_address_that_accepts_and_never_answers_exits_2_before_any_run(tmp_pa
                 f"error: --address {address}: no Dask scheduler answered within {wait} s"
             )
     assert not (tmp_path / "results").exists()  # no run row, nothing written
+
+
+def _refused_api_urls(tmp_path: Path, commands: list[str]) -> None:
+    """Each of `commands` ("run", "prove", "search") with a PREFECT_API_URL that is no
+    URL, a closed port and a listener that never answers: one line naming the variable
+    and what is wrong, exit 2, nothing started or written."""
+    arguments = run_and_prove(tmp_path)
+    arguments["search"] = ["search", "peg_solitaire", "side=4", "start=1"]
+    arguments["search"] += ["--folder", str(tmp_path / "folder")]
+    catalog = tmp_path / "results"
+    with silent_server() as silent, socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))  # bound and never listening: connections are refused
+        cases = [
+            ("not-a-url", "is not an http:// or https:// URL such as"),
+            (f"http://127.0.0.1:{closed.getsockname()[1]}/api", "nothing listens there"),
+            (silent.replace("tcp://", "http://") + "/api", ": no answer within 5 s"),
+        ]
+        for name in commands:
+            for url, says in cases:
+                environment = {**os.environ, "PREFECT_API_URL": url}
+                args = [*CLI, *arguments[name], "--catalog", str(catalog)]
+                done = subprocess.run(
+                    args, capture_output=True, text=True, env=environment, timeout=120
+                )
+                assert done.returncode == 2, (name, url, done.stderr)
+                (line,) = done.stderr.strip().splitlines()
+                assert line.startswith(f"error: PREFECT_API_URL {url}") and says in line, line
+    assert not catalog.exists() and not (tmp_path / "folder").exists()  # nothing written
+
+
+def test_a_prefect_api_url_that_does_not_serve_is_one_line_before_any_cluster(tmp_path):
+    # A closed port ended `run` in a 141-line traceback, a listener that never answers
+    # hung it (killed at 200 s), `not-a-url` was a traceback.
+    _refused_api_urls(tmp_path, ["run"])
+
+
+@pytest.mark.slow
+def test_prove_and_search_check_the_prefect_api_url_as_run_does(tmp_path):
+    _refused_api_urls(tmp_path, ["prove", "search"])
+
+
+def test_a_connect_timeout_that_is_not_a_finite_number_of_seconds_is_refused(tmp_path):
+    # `--connect-timeout inf` said "no Dask scheduler answered within inf s" at once
+    # (nan was refused); both, and a number beyond the hour, are refused as options.
+    from typer.testing import CliRunner
+
+    from puzzlesweep.cli import app
+
+    spec = tmp_path / "slow.toml"
+    spec.write_text(SLOW)
+    catalog = str(tmp_path / "results")
+    for value in ("inf", "1e999", "nan", "7200", "0"):
+        args = ["run", str(spec), "--catalog", catalog, "--address", "tcp://127.0.0.1:9"]
+        done = CliRunner().invoke(app, [*args, "--connect-timeout", value])
+        said = " ".join(done.output.replace("│", " ").split())  # unwrapped from its box
+        assert done.exit_code == 2, (value, said)
+        assert "Invalid value for '--connect-timeout': Input should be" in said, said
+        assert "answered within" not in said
+    assert not (tmp_path / "results").exists()
 
 
 def test_a_dashboard_address_that_cannot_be_bound_is_one_line_before_any_run_row(tmp_path):

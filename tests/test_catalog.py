@@ -65,6 +65,27 @@ def _write(root, row: dict, app_id: str | None) -> bool:
     return catalog.write_batch(root, puzzles.get(row["family"]).Params, [row], app_id)
 
 
+def test_a_group_commit_holds_batches_of_several_families_each_once(tmp_path, rows):
+    # The run's one writer: three batches of three families in one Delta commit that
+    # carries each batch's application transaction; the same group again adds nothing.
+    batches = [
+        catalog.BatchRows(
+            f"g-{n:05d}", puzzles.get(family).Params, [r for r in rows if r["family"] == family]
+        )
+        for n, family in enumerate(FAMILIES)
+    ]
+    catalog.prepare(tmp_path, [b.params_model for b in batches])
+    before = len(catalog.history(tmp_path))
+    assert catalog.write_batches(tmp_path, batches) == ["g-00000", "g-00001", "g-00002"]
+    assert len(catalog.history(tmp_path)) == before + 1  # one commit for the three
+    assert catalog.write_batches(tmp_path, batches) == []  # each already committed
+    assert catalog.write_batches(tmp_path, batches[:1] + [batches[1]._replace(app_id="g-9")]) == [
+        "g-9"
+    ]
+    _, found = catalog.query(tmp_path, "SELECT family, count(*) FROM results GROUP BY 1 ORDER BY 1")
+    assert found == [("domination", 3), ("no_k_in_row", 4), ("peg_solitaire", 1)]
+
+
 def _fill(root: Path, rows: list[dict]) -> None:
     """One commit per row: the many small files a sweep leaves."""
     for number, row in enumerate(rows):
@@ -117,7 +138,7 @@ def test_rows_are_typed_partitioned_and_committed_once(tmp_path, rows):
             schema_mode="merge",
             commit_properties=CommitProperties(app_transactions=[Transaction("r2-00000", 1)]),
         )
-    assert catalog.store.append(store, "results", table, "r2-00000") is False
+    assert catalog.store.append(store, "results", table, ["r2-00000"]) is False
     assert catalog.query(tmp_path, "SELECT count(*) FROM results")[1] == [(7,)]
 
 
@@ -430,8 +451,9 @@ def test_a_lost_transaction_log_is_named_then_rebuilt_from_its_data_files(tmp_pa
     _runs_refuse(tmp_path, "8 data files but no transaction log")
     done = cli("catalog", "repair", "--catalog", str(tmp_path))
     assert done.returncode == 0, done.stderr
-    assert "rebuilt from 8 data files whose log was lost; 0 stored solutions failed" in done.stdout
-    assert "5 duplicate rows removed" in done.stdout  # the merged-away files came back
+    # the merged-away files are still on disk: their rows are copies, left out
+    assert "rebuilt from 8 data files whose log was lost: 6 rows kept, 5 copies" in done.stdout
+    assert "0 stored solutions failed" in done.stdout
     frame = pl.read_delta(str(tmp_path / "results"))
     assert (frame.height, frame["params_key"].n_unique()) == (len(rows), len(rows))
     after = _everything(tmp_path)

@@ -81,6 +81,44 @@ def test_runs_heartbeat_lost_and_a_second_run_of_a_sweep_refused(tmp_path):
     assert before <= row["heartbeat_at"] <= datetime.now(UTC)
 
 
+def _claim_at_once(root, sweep: str, count: int) -> dict[str, str]:
+    """`count` threads claim a run of `sweep` behind a barrier: run id → won / refused."""
+    barrier, outcome = threading.Barrier(count), {}
+
+    def claim(run_id: str) -> None:
+        manifest = {"run_id": run_id, "sweep": sweep, "started_at": datetime.now(UTC)}
+        barrier.wait()
+        try:
+            catalog.claim(root, manifest)
+            outcome[run_id] = "won"
+        except catalog.BadInput as exc:
+            assert f"sweep {sweep} is being run" in str(exc)
+            outcome[run_id] = "refused"
+
+    threads = [threading.Thread(target=claim, args=(f"{sweep}-{i}",)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return outcome
+
+
+def test_runs_of_one_sweep_started_at_the_same_instant_leave_one_row(tmp_path):
+    # a tester started one sweep twice at the same instant: the refused run exited 2 but
+    # left a `failed` row (and two claims could both win). Three claimants behind a
+    # barrier, three rounds: exactly one wins each, a refused one leaves no row.
+    now = datetime.now(UTC)
+    catalog.write_run(
+        tmp_path, {"run_id": "0", "sweep": "x", "state": "finished", "started_at": now}
+    )
+    for sweep in ("s0", "s1", "s2"):
+        outcome = _claim_at_once(tmp_path, sweep, 3)
+        (winner,) = [run_id for run_id, said in outcome.items() if said == "won"]
+        runs = pl.read_delta(str(tmp_path / "runs")).filter(pl.col("sweep") == sweep)
+        stored = list(runs.select("run_id", "state").iter_rows())
+        assert stored == [(winner, "running")], outcome
+
+
 def _append_many(root: str, worker: int, count: int) -> None:
     from puzzlesweep import catalog, puzzles
 

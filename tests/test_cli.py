@@ -109,3 +109,19 @@ def test_json_output_is_one_object():
         "solution",
     }
     assert set(json.loads(done.stdout)) == keys
+
+
+def test_help_shows_whole_option_names_when_not_on_a_terminal():
+    # piped, typer drew --help 80 columns wide and cut names: "--dashboard-addr…"
+    import typer
+
+    from puzzlesweep.cli import app
+
+    commands = typer.main.get_command(app).commands
+    for name in ("run", "prove", "search"):
+        done = cli(name, "--help")  # stdout is a pipe
+        assert done.returncode == 0, done.stderr
+        options = [o for p in commands[name].params for o in p.opts + p.secondary_opts]
+        assert "--dashboard-address" in options
+        missing = [o for o in options if o.startswith("--") and o not in done.stdout]
+        assert not missing and "…" not in done.stdout, (name, missing)

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from puzzlesweep import catalog
+from puzzlesweep import sweep as run_sweep
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows.cluster import check_address
-from puzzlesweep.flows.sweep import run_sweep
 
 from .conftest import CLI, ROOT, cli, slow_boxes
 from .servers import Processes, free_port, start_scheduler, wait_for
@@ -120,6 +120,7 @@ def test_sweep_survives_a_killed_worker(prefect_api, cluster, tmp_path):
     assert "error" not in outcome, outcome.get("error")
     report = outcome["report"]
     assert report["failed"] == [] and report["planned"] == report["solved"] == 27
+    assert report["retried"] >= 1  # the batch w1 was running, run again on w2
     assert report["scheduler"] == address and report["dashboard"] == dashboard
 
     # Every instance exactly once, and the survivor did the rest.

@@ -3,18 +3,17 @@ RunRecord that writes a run's row, the validated cluster settings, and the filte
 keeps a closed scheduler's heartbeat traceback off a finished run's terminal."""
 
 import logging
-import pickle
 import threading
 
 import pytest
 
 from puzzlesweep import catalog
 from puzzlesweep.core import BadInput
-from puzzlesweep.flows.backend import Cluster
 from puzzlesweep.flows.cluster import ClosedHeartbeat
 from puzzlesweep.flows.control import Control
 from puzzlesweep.flows.faults import RunStopped
 from puzzlesweep.flows.run_record import read_spec, start
+from puzzlesweep.flows.settings import CORES, RunSettings
 
 from .conftest import knights
 
@@ -30,7 +29,7 @@ def test_a_stop_request_reaches_the_loop_of_its_own_control_only():
     assert Control().check() is None  # a fresh Control has heard nothing
 
 
-def test_listeners_hear_the_run_and_a_shipped_control_carries_none():
+def test_listeners_hear_the_run():
     heard = []
     control = Control(announce=heard.append)
     stop = control.listen(heard.append)
@@ -38,25 +37,43 @@ def test_listeners_hear_the_run_and_a_shipped_control_carries_none():
     stop()
     control.notify("standing 2")
     assert heard == ["standing 1"]
-    shipped = pickle.loads(pickle.dumps(control))  # as Prefect ships a flow's parameters
-    assert isinstance(shipped, Control) and shipped.announce is not control.announce
 
 
-def test_conflicting_cluster_settings_are_refused_naming_both():
+def test_conflicting_settings_are_refused_naming_both_as_options_or_parameters():
+    address = "tcp://127.0.0.1:8786"
     with pytest.raises(BadInput, match="--address and --workers do not go together"):
-        Cluster.of(address="tcp://127.0.0.1:8786", workers=2)
+        RunSettings.of(flags=True, address=address, workers=2)
+    with pytest.raises(BadInput, match="^address and workers do not go together"):
+        RunSettings.of(address=address, workers=2)  # a deployment's parameters
     with pytest.raises(BadInput, match="--address and --backend threads do not go together"):
-        Cluster.of(address="tcp://127.0.0.1:8786", backend="threads")
+        RunSettings.of(flags=True, address=address, backend="threads")
     with pytest.raises(BadInput, match="--dashboard-address and --backend threads do not go"):
-        Cluster.of(backend="threads", dashboard_address="127.0.0.1:8787")
+        RunSettings.of(flags=True, backend="threads", dashboard_address="127.0.0.1:8787")
     with pytest.raises(BadInput, match="backend"):
-        Cluster.of(backend="processes")
-    assert Cluster.of(backend="threads", workers=3).size == 3
+        RunSettings.of(backend="processes")
+    with pytest.raises(BadInput, match="^--connect-timeout "):
+        RunSettings.of(flags=True, connect_timeout=float("inf"))
+    assert RunSettings.of(backend="threads", workers=3).size == 3
+    assert RunSettings().size == CORES  # one default for every caller: a worker per core
+
+
+def test_the_flows_parameters_are_the_settings_with_descriptions():
+    # A deployment's run form shows every setting, each with its description, and no
+    # internal object (the caller's Control travels by context, not as a parameter).
+    from prefect.utilities.callables import parameter_schema
+
+    from puzzlesweep.flows.sweep import sweep
+
+    schema = parameter_schema(sweep).model_dump()["properties"]
+    assert set(schema) == {"spec", *RunSettings.model_fields}
+    assert all(schema[name].get("description") for name in schema)
+    defaults = {name: field.default for name, field in RunSettings.model_fields.items()}
+    assert {name: schema[name].get("default") for name in defaults} == defaults
 
 
 def test_the_run_row_ends_once_and_a_failed_end_is_one_line(tmp_path, monkeypatch):
     results = tmp_path / "results"
-    record = start(knights("ending", "3..4"), str(results))
+    record = start(knights("ending", "3..4"), RunSettings(catalog=str(results)))
     assert catalog.read_run(results, record.run_id)["state"] == "running"
 
     def full(*args, **kwargs):
@@ -73,7 +90,7 @@ def test_the_run_row_ends_once_and_a_failed_end_is_one_line(tmp_path, monkeypatc
 
 def test_heartbeats_never_write_running_over_the_end(tmp_path):
     results = tmp_path / "results"
-    record = start(knights("beating", "3..3"), str(results))
+    record = start(knights("beating", "3..3"), RunSettings(catalog=str(results)))
     beats = [threading.Thread(target=record.write) for _ in range(8)]
     for beat in beats:
         beat.start()

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from puzzlesweep import catalog
+from puzzlesweep import catalog, puzzles
 from puzzlesweep.dashboard import make_server, serve_in_thread, state
+from puzzlesweep.flows.settings import RunSettings
 
 from .conftest import CLI, ROOT, limit_held
 
@@ -512,7 +513,8 @@ def test_the_dashboard_shows_the_estimate_the_terminal_shows(prefect_api, tmp_pa
     spec, results = tmp_path / "k.toml", tmp_path / "results"
     spec.write_text(knights("k", "1..3"))
     control = Control()
-    record = run_record.start(str(spec), str(results), control=control)
+    settings = RunSettings(catalog=str(results))
+    record = run_record.start(str(spec), settings, control=control)
     try:
         tracker = progress.Progress(
             record.run_id, "k", 3, control=control, estimate=lambda in_flight: 123.0
@@ -525,7 +527,29 @@ def test_the_dashboard_shows_the_estimate_the_terminal_shows(prefect_api, tmp_pa
         (shown,) = state(results)["runs"]
         age = (datetime.now(UTC) - row["heartbeat_at"]).total_seconds()
         assert round(123 - age) <= shown["seconds_left"] <= 123
+        # Both count what is committed: instances a worker reported but the run's writer
+        # has not committed yet are done for neither (they once said 34 against 48-53).
+        tracker.instance_done(0, 2)
+        assert control.standing().done == shown["done"] == 0
+        catalog.write_batch(results, puzzles.get("domination").Params, [_knight(record)], "x-1")
+        tracker.batch_done(0, 1, {"optimal": 1})
+        (shown,) = state(results)["runs"]
+        assert control.standing().done == shown["done"] == 1
     finally:
         record.end("interrupted")
     assert catalog.read_run(results, record.run_id)["seconds_left"] is None
     assert state(results)["runs"][0]["seconds_left"] is None
+
+
+def _knight(record) -> dict:
+    """The row of knights on 1x1 (one knight: OEIS A006075) in run `record`."""
+    from puzzlesweep.core import make_params
+    from puzzlesweep.puzzles import Instance
+    from puzzlesweep.solve import solve_instance
+    from puzzlesweep.solvers import Limits
+
+    family = puzzles.get("domination")
+    instance = Instance("domination", make_params(family.Params, {"rows": 1, "cols": 1}))
+    row = solve_instance(instance, "highs", Limits(20))
+    row.update(run_id=record.run_id, sweep="k", puzzlesweep_version="0", schema_version=5)
+    return row

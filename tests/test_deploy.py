@@ -2,9 +2,10 @@
 load their flow and validate their parameters, and their pull step runs; the files the
 Dockerfile copies build the package's wheel and its checks run; the Dask scheduler and
 worker commands of compose.yaml and the Kubernetes example start on 127.0.0.1 and
-connect (the SLURM script and a scheduled deployment on a real Prefect server are run in
-test_deploy_prefect.py). What needs Docker, SLURM or Kubernetes themselves (images,
-volumes, claims, replicas) is checked as the configuration it is."""
+connect (a scheduled deployment on a real Prefect server runs in test_deploy_prefect.py,
+the SLURM scripts on a real one-node SLURM in test_slurm.py). What needs Docker or
+Kubernetes themselves (images, volumes, claims, replicas) is checked as the
+configuration it is."""
 
 import json
 import os

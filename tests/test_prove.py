@@ -17,8 +17,8 @@ from deltalake import DeltaTable
 from puzzlesweep import catalog, certificate, puzzles
 from puzzlesweep.core import BadInput
 from puzzlesweep.flows.cluster import dask_cluster
-from puzzlesweep.flows.isolate import Children
 from puzzlesweep.flows.prove import run_prove, solve_part
+from puzzlesweep.isolate import Children
 from puzzlesweep.proof import Proof, build, solve_one, stored
 from puzzlesweep.recheck import recheck
 from puzzlesweep.solvers import Limits, highs
@@ -173,7 +173,7 @@ def test_prove_on_a_local_cluster_resumes_and_rechecks(prefect_api, tmp_path):
 
 
 def test_a_part_runs_in_its_own_solver_process_and_a_killed_one_proves_nothing(tmp_path):
-    # Parts are isolated as sweep instances are (flows/isolate.py): part 9 of the seed's
+    # Parts are isolated as sweep instances are (puzzlesweep/isolate.py): part 9 of the seed's
     # 6×7×6 box (faces 7, 7; open for minutes) has its solver process SIGKILLed (as the
     # kernel's OOM killer would) and becomes an error row that proves nothing; the next
     # part runs in a new process and proves its lower limit (a face of at most 6 stones
@@ -292,7 +292,8 @@ def test_prove_runs_are_in_runs_and_a_settled_attempt_starts_nothing(api_env, tm
 def test_prove_cluster_workers_drop_closed_heartbeats_and_import_prefect_first():
     # prove started its cluster without the sweep's worker set-up, so a worker's
     # heartbeat to the closed scheduler printed a 30-line CommClosedError traceback
-    # into a successful prove's terminal (issue 26, item 9).
+    # into a successful prove's terminal (issue 26, item 9). Its parts are Prefect task
+    # runs, so its workers import Prefect first; a sweep's run no Prefect at all.
     from distributed import Client
 
     def readied() -> tuple[bool, bool]:
@@ -305,10 +306,11 @@ def test_prove_cluster_workers_drop_closed_heartbeats_and_import_prefect_first()
         quiet = any(isinstance(f, ClosedHeartbeat) for f in filters)
         return quiet, "prefect.client.schemas.objects" in sys.modules
 
-    with dask_cluster(workers=2, dashboard_address=None) as (scheduler, _, found):
-        with Client(scheduler) as client:
+    for tasks in (True, False):
+        cluster = dask_cluster(workers=2, dashboard_address=None, prefect_tasks=tasks)
+        with cluster as (scheduler, _, found), Client(scheduler) as client:
             answers = client.run(readied)
-    assert found == 2 and list(answers.values()) == [(True, True), (True, True)]
+        assert found == 2 and list(answers.values()) == [(True, tasks), (True, tasks)]
 
 
 @pytest.mark.slow

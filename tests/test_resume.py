@@ -13,7 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from puzzlesweep import catalog
+from puzzlesweep import catalog, puzzles
 
 from .conftest import CLI, PEGS_T4, ROOT, each_once_at_its_limit, knights, slow_boxes
 
@@ -154,26 +154,27 @@ def test_two_runs_into_one_catalog_at_once(api_env, tmp_path):
     assert boards == [(5, 5.0), (6, 8.0)]
 
 
-def test_a_retried_batch_commits_once_and_solves_nothing(tmp_path, monkeypatch):
-    from puzzlesweep.flows import isolate
-    from puzzlesweep.flows.sweep import Batch, solve_batch
+def test_a_batch_returned_twice_is_committed_once(tmp_path):
+    # The run's one writer commits a batch with its app id (RUN-NUMBER); the same rows
+    # handed to a writer again (a repeated attempt whose first result was committed)
+    # make no second commit and no second row.
+    from puzzlesweep.flows.batch_task import solve_batch
+    from puzzlesweep.flows.batches import Batch
+    from puzzlesweep.flows.flight import GroupWriter
     from puzzlesweep.solvers import Limits
 
-    solved, real = [], isolate.Child.solve  # counts the solves, each still a real one
-
-    def counted(child, request):
-        solved.append(request["params"])
-        return real(child, request)
-
-    monkeypatch.setattr(isolate.Child, "solve", counted)
     params = ({"piece": "knight", "rows": 4, "cols": 4, "variant": "dominating"},)
     batch = Batch.of("r1", "t", "domination", "highs", Limits(20), params, number=3)
-    first = solve_batch.fn(batch, str(tmp_path))  # the task's body, as a worker runs it
-    assert first["commit"] == "r1-00003" and first["counts"] == {"optimal": 1}
-    assert catalog.committed(tmp_path, "r1-00003") and len(solved) == 1
+    result = solve_batch(batch)  # what a worker runs: rows back, nothing written
+    assert [row["status"] for row in result.rows] == ["optimal"] and not catalog.exists(tmp_path)
+    catalog.prepare(tmp_path, [puzzles.get("domination").Params])
+    first = GroupWriter(str(tmp_path))
+    first.add(batch, result)
+    assert [b.number for b, _ in first.commit()] == [3]
+    assert catalog.committed(tmp_path, "r1-00003")
     versions = len(catalog.history(tmp_path))
-    again = solve_batch.fn(batch, str(tmp_path))  # a retry after the commit landed
-    assert len(solved) == 1  # read back, not solved again
-    again.pop("seconds"), first.pop("seconds")
-    assert again == first and len(catalog.history(tmp_path)) == versions  # no new commit
+    again = GroupWriter(str(tmp_path))
+    again.add(batch, result)
+    assert [b.number for b, _ in again.commit()] == [3]  # counted as committed ...
+    assert len(catalog.history(tmp_path)) == versions  # ... with no new commit
     assert catalog.query(tmp_path, "SELECT count(*), min(objective) FROM results")[1] == [(1, 4.0)]

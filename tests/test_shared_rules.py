@@ -7,10 +7,9 @@ import re
 
 import pytest
 
-from puzzlesweep import catalog
+from puzzlesweep import catalog, isolate
 from puzzlesweep.cli.common import parse_memory
 from puzzlesweep.core import DONE_KEY, BadInput, done_key
-from puzzlesweep.flows import isolate
 from puzzlesweep.flows.spec import parse
 from puzzlesweep.puzzles import _box, monochromatic_lines, no_k_in_row
 from puzzlesweep.solve import solve_instance

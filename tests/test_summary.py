@@ -4,9 +4,9 @@ one row per family, solver, status and origin for a large one."""
 from rich.console import Console
 
 from puzzlesweep import catalog
+from puzzlesweep import sweep as run_sweep
 from puzzlesweep.cli.display import LISTED, summary_table
 from puzzlesweep.flows.spec import load
-from puzzlesweep.flows.sweep import run_sweep
 
 LINES = """
 name = "lines"

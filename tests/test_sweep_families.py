@@ -3,7 +3,7 @@ boxes; each canonical instance is solved once, the rest are recorded as equivale
 and `catalog verify` re-checks every stored solution from the catalog alone."""
 
 from puzzlesweep import catalog
-from puzzlesweep.flows.sweep import run_sweep
+from puzzlesweep import sweep as run_sweep
 
 from .conftest import cli
 

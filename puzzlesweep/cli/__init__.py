@@ -37,7 +37,7 @@ from puzzlesweep.cli import catalog  # noqa: F401
 
 # isort: on
 from puzzlesweep import set_quiet_defaults
-from puzzlesweep.cli.common import app, err
+from puzzlesweep.cli.common import PIPED_WIDTH, app, err
 from puzzlesweep.core import BadInput
 
 
@@ -47,6 +47,8 @@ def main() -> None:
     # delta-rs appends a Rust backtrace to its errors when these ask for one; users get
     # one line (set before any Delta error is made, the first read of them is cached)
     os.environ.update(RUST_BACKTRACE="0", RUST_LIB_BACKTRACE="0")
+    if not sys.stdout.isatty():  # typer's --help at 80 columns cut option names short
+        os.environ.setdefault("TERMINAL_WIDTH", str(PIPED_WIDTH))
     try:
         app()
     except BadInput as exc:

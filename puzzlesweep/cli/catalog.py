@@ -12,7 +12,9 @@ from rich.table import Table
 
 from puzzlesweep import catalog
 from puzzlesweep.cli.common import (
+    CELL_CHARS,
     INTEGER,
+    QUERY_ROWS,
     CatalogOption,
     app,
     catalog_app,
@@ -53,13 +55,18 @@ def catalog_query(
     as_of: AsOfOption = None,
 ) -> None:
     """Run SQL (DuckDB) over one snapshot of the catalog: `results` (every row),
-    `latest` (the latest row of each instance, solver and limits) and `runs`."""
+    `latest` (the latest row of each instance, solver and limits) and `runs`. The table
+    format shows the first 40 rows and cuts long values; csv and json print all."""
     if fmt not in ("table", "csv", "json"):
         raise fail(f"--format must be table, csv or json, not {fmt!r}")
+    from puzzlesweep.catalog.preview import preview
+
+    where = location or catalog.default_catalog()
     with catalog_errors():
-        columns, rows = catalog.query(
-            location or catalog.default_catalog(), sql, as_of=_as_of(as_of)
-        )
+        if fmt == "table":  # what a terminal can show, read in one bounded pass
+            shown = preview(where, sql, QUERY_ROWS, CELL_CHARS, as_of=_as_of(as_of))
+            return print_rows(None, shown.columns, shown.rows, total=shown.total)
+        columns, rows = catalog.query(where, sql, as_of=_as_of(as_of))
     if fmt == "csv":
         writer = csv.writer(sys.stdout)
         writer.writerow(columns)
@@ -67,8 +74,6 @@ def catalog_query(
     elif fmt == "json":
         records = [dict(zip(columns, row, strict=True)) for row in rows]
         print(json.dumps(records, default=str))
-    else:
-        print_rows(None, columns, rows)
 
 
 @catalog_app.command("summary")
@@ -123,12 +128,8 @@ def catalog_repair(location: CatalogOption = None) -> None:
             highlight=False,
         )
         return
-    if report["rebuilt"]:
-        out.print(
-            f"results rebuilt from {len(report['rebuilt'])} data files whose log was lost; "
-            f"{len(report['failed'])} stored solutions failed their re-check",
-            highlight=False,
-        )
+    if rebuilt := report["rebuilt"]:
+        _print_rebuilt(location, rebuilt, len(report["failed"]))
     for key, why in report["failed"]:
         out.print(f"re-check failed: {key}: {why}", highlight=False, markup=False)
     for path in report.get("commits", []):
@@ -137,7 +138,11 @@ def catalog_repair(location: CatalogOption = None) -> None:
         out.print(f"removed {path}", highlight=False, markup=False)
     lost = report["lost"]
     if lost is None:
-        out.print("the rows lost cannot be named: the log no longer tells", highlight=False)
+        out.print(
+            "the instances lost cannot be named: the log no longer tells (`run --dry-run "
+            "SPEC` shows what a re-run would solve)",
+            highlight=False,
+        )
     elif lost:
         out.print(f"{len(lost)} instances lost (params_key): {' '.join(lost)}", highlight=False)
     if report["duplicates"]:
@@ -149,6 +154,19 @@ def catalog_repair(location: CatalogOption = None) -> None:
         f"results is now at version {report['version']}; run the sweeps again to solve "
         "what is missing",
         highlight=False,
+    )
+
+
+def _print_rebuilt(location: str, rebuilt, failed: int) -> None:
+    """The lines of `catalog repair` about a rebuild of a lost log (`rebuild.Rebuilt`)."""
+    for path, why in rebuilt.aside:
+        out.print(f"set aside {path}: {why}", highlight=False, markup=False)
+    out.print(
+        f"results rebuilt from {len(rebuilt.files)} data files whose log was lost: "
+        f"{rebuilt.rows} rows kept, {rebuilt.dropped} copies left out; {failed} stored "
+        f"solutions failed their re-check; the files read are in {location}/{rebuilt.folder}",
+        highlight=False,
+        markup=False,
     )
 
 

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from puzzlesweep import catalog
 from puzzlesweep.core import BadInput
+from puzzlesweep.flows.settings import CORES
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -29,8 +30,11 @@ app.add_typer(catalog_app, name="catalog")
 # Piped output gets wide lines rather than rich's default of 80 columns.
 # Text is printed as given: names and values from specs, parameters and SQL results
 # are no Rich markup (a "[/red]" raised MarkupError) nor emoji codes (":family:").
-out = Console(width=None if sys.stdout.isatty() else 160, markup=False, emoji=False)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 160, markup=False, emoji=False)
+PIPED_WIDTH = 160  # columns of output that is not a terminal (rich's default is 80)
+out = Console(width=None if sys.stdout.isatty() else PIPED_WIDTH, markup=False, emoji=False)
+err = Console(
+    stderr=True, width=None if sys.stderr.isatty() else PIPED_WIDTH, markup=False, emoji=False
+)
 
 CatalogOption = Annotated[
     str | None,
@@ -39,8 +43,9 @@ CatalogOption = Annotated[
         help="Catalog directory or URL [default: $PUZZLESWEEP_CATALOG or ./results]",
     ),
 ]
-#: The Dask options shared by `run` and `prove`; a local cluster has a worker per core.
-CORES = os.cpu_count() or 2
+#: The Dask options shared by `run` and `prove`; a local cluster has a worker per core
+#: (`CORES`: the one default of `flows.settings`).
+
 AddressOption = Annotated[
     str | None, typer.Option(help="An existing Dask scheduler, tcp://HOST:PORT")
 ]
@@ -50,9 +55,10 @@ WorkersOption = Annotated[
         min=1, help=f"Local Dask worker processes (not with --address) [default: {CORES}]"
     ),
 ]
-#: Local workers per core a run may start: a few more than cores on purpose (workers
-#: wait on solver children and the catalog), never thousands.
-WORKERS_PER_CORE = 4
+#: Local workers per core a run may start: more than cores on purpose (workers wait on
+#: solver children; 16 workers of sleeping instances on 2 cores measure fan-out), never
+#: thousands.
+WORKERS_PER_CORE = 8
 #: Memory one local worker needs at least: its Dask worker process (about 100 MB with
 #: its imports) and its solver child under the smallest memory limit (256 MiB).
 WORKER_MEMORY = 512 * 2**20
@@ -115,15 +121,43 @@ def cell_text(value: Any) -> str:
     return str(value)
 
 
-def print_rows(title: str | None, columns: list[str], rows: list[tuple]) -> None:
-    """Print `rows` as a table under `title`; a value too wide for its column is folded
-    onto more lines, never cut (a run id must stay whole to be queried)."""
+#: The longest cell a table shows whole (longer ones are cut, with `CUT` at the end),
+#: and the most rows of a query's table: a table shows what a terminal can, as DuckDB's
+#: own CLI does (`--format csv` or `json` prints everything).
+CELL_CHARS = 120
+CUT = "…"
+QUERY_ROWS = 40
+
+
+def bounded(text: str) -> str:
+    """`text`, cut to `CELL_CHARS` characters with `CUT` at the end when longer."""
+    return text if len(text) <= CELL_CHARS else text[: CELL_CHARS - 1] + CUT
+
+
+def print_rows(
+    title: str | None, columns: list[str], rows: list[tuple], total: int | None = None
+) -> None:
+    """Print `rows` as a table under `title`: a value too wide for its column is folded
+    onto more lines, a value over `CELL_CHARS` characters is cut with `CUT` (a run id
+    stays whole to be queried); with `total` (the rows of the whole answer, of which
+    `rows` are the first), a line then says how many rows were left out. Each kind of
+    cut is said once, under the table."""
     from rich.table import Column
 
     table = Table(*(Column(c, overflow="fold") for c in columns), title=title)
+    cut = False
     for row in rows:
-        table.add_row(*map(cell_text, row))
+        cells = [cell_text(value) for value in row]
+        cut = cut or any(len(cell) > CELL_CHARS for cell in cells)
+        table.add_row(*map(bounded, cells))
     out.print(table)
+    notes = []
+    if total is not None and total > len(rows):
+        notes.append(f"{total - len(rows):,} more rows left out ({total:,} in all)")
+    if cut:
+        notes.append(f"values over {CELL_CHARS} characters cut ({CUT})")
+    if notes:
+        out.print("; ".join(notes) + ": --format csv or json prints them whole", highlight=False)
 
 
 @contextmanager
@@ -138,8 +172,12 @@ def catalog_errors():
     except catalog.CatalogDamaged as exc:
         raise fail(str(exc), 1) from None
     except OSError as exc:
+        import errno
+
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise fail(f"the catalog could not be read: {reason}", 1) from None
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(exc):
+            raise fail(f"the catalog could not be written: no space left ({reason})", 1) from None
+        raise fail(f"the catalog could not be read or written: {reason}", 1) from None
 
 
 @contextmanager
@@ -213,8 +251,9 @@ def check_catalog_directory(catalog_path: str) -> None:
     it does not exist yet, in the nearest folder above it that does (the probe file is
     removed at once, nothing else is made), before any cluster starts. Raises BadInput
     as `catalog.check_writable` does, or naming the catalog and the operating system's
-    reason, and CatalogDamaged for a table whose last commit cannot be read (the run's
-    flow would meet it only once started)."""
+    reason or a disk with less than `flows.faults.MARGIN_BYTES` free, and
+    CatalogDamaged for a table whose last commit cannot be read (the run's flow would
+    meet it only once started)."""
     location = catalog.check_writable(catalog_path)
     if not location.local:
         return
@@ -229,6 +268,10 @@ def check_catalog_directory(catalog_path: str) -> None:
             f"catalog {catalog_path} cannot be written: no file can be created in {folder}"
             f" ({reason})"
         )
+    from puzzlesweep.flows.faults import disk_full
+
+    if full := disk_full(None, catalog_path):  # a table begun there would be left empty
+        raise BadInput(f"{full}: free some space or use another catalog")
 
 
 def refusal_to_create_in(folder: str) -> str | None:
@@ -255,13 +298,13 @@ def parse_memory(text: str | None) -> int | None:
     '1000000000') or a size with its unit as Dask's `--memory-limit` reads it ('2GiB',
     '512MB', '1.5 GB': decimal kB/MB/GB, binary KiB/MiB/GiB; pydantic's ByteSize).
     Raises BadInput naming the option for a text that is no size, or a size below the
-    solver process's floor (`flows.isolate.MIN_MEMORY`) or above `MAX_MEMORY`."""
+    solver process's floor (`puzzlesweep.isolate.MIN_MEMORY`) or above `MAX_MEMORY`."""
     if text is None or text.lower() == "none":
         return None
     from pydantic import ByteSize, TypeAdapter
     from pydantic import ValidationError as Invalid
 
-    from puzzlesweep.flows.isolate import MIN_MEMORY, mib
+    from puzzlesweep.isolate import MIN_MEMORY, mib
 
     not_a_size = BadInput(f"--memory-limit {text!r} is not a size such as 2GiB or 512MB")
     try:

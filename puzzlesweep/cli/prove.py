@@ -310,6 +310,7 @@ def _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard, me
     cores), each part under `memory` bytes (None: the worker's share), announcing its
     links on stderr; returns `flows.prove.run_prove`'s report. A run's failures exit as
     `run_errors` says."""
+    from puzzlesweep.flows.api import check_configured
     from puzzlesweep.flows.cluster import probe_scheduler, quiet_dask
     from puzzlesweep.flows.prove import run_prove
 
@@ -318,6 +319,7 @@ def _run_prove(proof, catalog_path, address, workers, probe, wall, dashboard, me
     with run_errors(), stopping as take_sigterm:
         if address:
             probe_scheduler(address)
+        check_configured()  # a PREFECT_API_URL that does not serve, before any cluster
         return run_prove(
             proof,
             catalog_path,

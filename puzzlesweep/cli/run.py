@@ -41,8 +41,14 @@ MemoryOption = Annotated[
 RetriesOption = Annotated[
     int, typer.Option(min=0, help="Extra attempts of a batch after a transient failure")
 ]
+#: The longest wait for a scheduler that `--connect-timeout` takes: an hour (a larger
+#: one, or `inf`, would mean waiting for ever on an address that never answers).
+MAX_CONNECT_SECONDS = 3600.0
 ConnectTimeoutOption = Annotated[
-    float, typer.Option(min=0.1, help="Seconds to wait for the --address scheduler")
+    float,
+    typer.Option(
+        min=0.1, max=MAX_CONNECT_SECONDS, help="Seconds to wait for the --address scheduler"
+    ),
 ]
 AllowConcurrentOption = Annotated[
     bool, typer.Option(help="Run even while another run of this sweep writes to the catalog")
@@ -95,16 +101,20 @@ def run(
     if dry_run:
         return _dry_run(spec, catalog_path, force, max_instances, workers or CORES)
     with catalog_errors():  # everything is validated before any work starts
-        from puzzlesweep.flows.backend import Cluster
+        from puzzlesweep.flows.settings import RunSettings
         from puzzlesweep.flows.spec import load
 
-        Cluster.of(
-            backend=backend, address=address, workers=workers, dashboard_address=dashboard_address
-        )
         check_workers(workers)
-        memory = parse_memory(memory_limit)
-        if backend == "dask":  # a local cluster's
+        if backend == "dask" and not address:  # a local cluster's
             dashboard_address = dashboard_address or DASHBOARD_DEFAULT
+        settings = RunSettings.of(
+            flags=True, catalog=catalog_path, backend=backend, address=address,
+            workers=workers, batch_size=batch_size, force=force,
+            memory_limit=parse_memory(memory_limit), retries=retries,
+            dashboard_address=dashboard_address, connect_timeout=connect_timeout,
+            allow_concurrent=allow_concurrent, max_instances=max_instances,
+        )  # fmt: skip
+        if dashboard_address:
             check_dashboard_address(dashboard_address, bind=not address)
         check_catalog_directory(catalog_path)  # a file, another directory, not writable
         plan = load(spec, max_instances)
@@ -112,27 +122,18 @@ def run(
             from puzzlesweep.flows.cluster import probe_scheduler
 
             probe_scheduler(address, connect_timeout)
-    options = dict(
-        backend=backend,
-        address=address,
-        workers=None if address else (workers or CORES),
-        batch_size=batch_size,
-        force=force,
-        memory_limit=memory,
-        retries=retries,
-        dashboard_address=dashboard_address,
-        connect_timeout=connect_timeout,
-        allow_concurrent=allow_concurrent,
-        max_instances=max_instances,
-    )
-    report = _run_sweep(spec, catalog_path, options)
+        from puzzlesweep.flows.api import check_configured
+
+        check_configured()  # a PREFECT_API_URL that does not serve
+    report = _run_sweep(spec, settings, plan)
     _print_run(catalog_path, plan, report)
 
 
-def _run_sweep(spec: str, catalog_path: str, options: dict) -> dict:
-    """Run the sweep flow with a progress display and Ctrl-C handling, and return its
-    report (`flows.sweep.run_sweep`'s keyword `options`). Without a configured Prefect
-    API, a temporary one is started first, while Prefect and the flow are imported."""
+def _run_sweep(spec: str, settings, plan) -> dict:
+    """Run the sweep flow with `settings` (a `RunSettings`; `plan`: the spec as read
+    here), a progress display and Ctrl-C handling, and return its report
+    (`flows.sweep.run_sweep`). Without a configured Prefect API, a temporary one is
+    started first, while Prefect and the flow are imported."""
     from puzzlesweep.flows.api import TemporaryAPI, configured_api
     from puzzlesweep.flows.control import Control
 
@@ -144,7 +145,7 @@ def _run_sweep(spec: str, catalog_path: str, options: dict) -> dict:
 
         quiet_dask()
         with progress_display(control):
-            return run_sweep(spec, catalog_path, api=api, control=control, **options)
+            return run_sweep(spec, settings, api=api, control=control, plan=plan)
 
 
 def _print_run(catalog_path: str, plan, report: dict) -> None:

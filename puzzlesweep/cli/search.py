@@ -17,6 +17,7 @@ from puzzlesweep.cli.common import (
     DashboardOption,
     WorkersOption,
     app,
+    catalog_errors,
     cell_text,
     check_catalog_directory,
     check_dashboard_address,
@@ -91,6 +92,10 @@ def search(
         raise fail(f"{family}: {validation_message(exc, puzzles.get(family).Params)}") from None
     except (BadInput, ValueError) as exc:
         raise fail(f"{family}: {exc}") from None
+    from puzzlesweep.flows.api import check_configured
+
+    with catalog_errors():
+        check_configured()  # a PREFECT_API_URL that does not serve, before any cluster
     module = puzzles.get(family)
     options = (address, workers or CORES, dashboard_address, wall, catalog_path, module, p)
     report = _run_search(run, verify, *options, started)

@@ -57,7 +57,7 @@ def solve(
     """Solve one instance, verify its solution and print it (and draw it).
 
     The instance is solved in a child process, as a sweep's instances are
-    (`flows.isolate.Child`): under `--memory-limit`, and killed when it runs
+    (`puzzlesweep.isolate.Child`): under `--memory-limit`, and killed when it runs
     `SOLVE_GRACE` seconds past `--time-limit`, which counts from the start of
     building the model. A limit that cuts it is shown as the status and a
     one-line reason."""
@@ -117,11 +117,11 @@ def _check_picture(picture: str) -> None:
 
 
 def _solve_in_child(instance, chosen: str, limits, count: bool, memory) -> dict:
-    """Solve `instance` in a `flows.isolate.Child` under `memory` and the limits.
+    """Solve `instance` in a `puzzlesweep.isolate.Child` under `memory` and the limits.
 
     Returns the result row; a killed or crashed child answers only some fields, so the
     rest keep `empty_row`'s values. Ctrl-C exits 130 with nothing solved."""
-    from puzzlesweep.flows.isolate import Child, Interrupted
+    from puzzlesweep.isolate import Child, Interrupted
     from puzzlesweep.solve import empty_row
 
     child = Child(memory, grace=SOLVE_GRACE)

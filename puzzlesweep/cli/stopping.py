@@ -144,10 +144,9 @@ def _freeze_local_workers() -> list:
     Nothing else is touched: not the temporary Prefect API, not any process this one
     did not start.
 
-    Kept over Dask's own way (the `commits_stopped` Event, then the workers' exit with
-    their nanny's process): both stop as promised, but without the freeze the workers
-    may print Prefect's ERROR lines for interrupted task runs after the Ctrl-C line
-    (`benchmarks/stop_bench.py --part freeze`; figures in benchmarks/README.md)."""
+    Kept over the workers' own exit with their nanny's process: a worker never writes
+    the catalog, but without the freeze it goes on solving, and may print into the
+    terminal, after the Ctrl-C line (`benchmarks/stop_bench.py --part freeze`)."""
     import psutil
 
     workers = []

@@ -28,6 +28,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from puzzlesweep.catalog import CatalogDamaged
+from puzzlesweep.core import BadInput
 from puzzlesweep.dashboard.state import state
 
 #: Request threads of one server; connections whose request head is still arriving
@@ -59,6 +61,8 @@ class StateCache:
             if self._body is None or time.monotonic() - self._at >= self.interval:
                 try:
                     self._body = json.dumps(state(self.catalog), default=str).encode()
+                except (BadInput, CatalogDamaged) as exc:  # its own one line, as the CLI's
+                    self._body = json.dumps({"error": str(exc)}).encode()
                 except Exception as exc:  # a broken file must not take the page down
                     self._body = json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode()
                 self._at = time.monotonic()

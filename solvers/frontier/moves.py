@@ -23,7 +23,7 @@ from dataclasses import replace
 import numpy as np
 
 from .. import Limits, SolverResult
-from .depth_first import solvable
+from .depth_first import DIVE_MEMORY, solvable
 from .kernels import board_keys, difference, distinct, member, union
 from .layers import CHUNK, Budget, Stop, fill, meet, sample_cost, walk
 from .problem import (
@@ -45,9 +45,8 @@ AHEAD_DEPTH = 3
 #: Positions expanded to estimate the cost of expanding a layer.
 SAMPLE = 512
 #: `min_moves` first dives depth-first for an incumbent with this share of the time
-#: and this many bytes for its dead table.
+#: (and `depth_first.DIVE_MEMORY` bytes for its dead table).
 DIVE_SHARE = 0.1
-DIVE_MEMORY = 64 << 20
 
 log = logging.getLogger("puzzlesweep.solvers.frontier")
 

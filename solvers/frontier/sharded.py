@@ -32,18 +32,16 @@ import math
 import os
 import socket
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from .. import Limits, SolverResult
-from .depth_first import solvable
 from .kernels import board_keys, difference, distinct, expand, member
-from .layers import CHUNK, Budget, Stop, sample_cost, walk
-from .moves import DIVE_MEMORY
+from .layers import CHUNK, sample_cost, walk
 from .problem import (
     MEMORY,
     LayeredProblem,
@@ -129,7 +127,11 @@ def _save(path: Path, array: np.ndarray) -> None:
 
 
 def _write_json(path: Path, data: dict) -> None:
-    partial = path.with_name(path.name + ".part")
+    """Write `data` to `path` atomically, through a file of this writer's own: two
+    searches of one folder that start together both write `run.json` (the same text)
+    before one of them takes the folder's lock (`folder_lock`), and a shared partial
+    file made the second rename fail ("No such file or directory")."""
+    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.part")
     partial.write_text(json.dumps(data))
     os.replace(partial, path)
 
@@ -202,24 +204,6 @@ def expand_part(
                 _save(inbox / f"{i}-{j}-{chunk}.npy", part[where == j])
             chunk, written = chunk + 1, 0
     return made
-
-
-def incumbent(run: ShardedRun, seconds: float) -> list[tuple[int, int, int]] | None:
-    """A first solution (the rules (a, b, c) in order) from the first start, by the
-    depth-first search of `depth_first.solvable` within `seconds` and `DIVE_MEMORY`
-    bytes, or None: the incumbent a time limit reports (T_8 over all starts: 27 moves
-    at once, benchmarks/README.md)."""
-    first = run.problem.starts[:1]  # the group need not fix it alone: no symmetry
-    group = run.problem.group[:1]
-    problem = replace(
-        run.problem, starts=first, question="solve", memory=DIVE_MEMORY, group=group, tables={}
-    )
-    result = SolverResult(status="error")
-    try:
-        solvable(problem, Budget(Limits(max(seconds, 1e-3)), DIVE_MEMORY), result)
-    except Stop:
-        return None
-    return result.solution if result.status == "optimal" else None
 
 
 def _levels(run: ShardedRun, target: int, side: str, j: int, upto: int):

@@ -6,7 +6,7 @@ to its clock (stuck in C code, or in a family's move generator), one that alloca
 memory than the worker has, or one that crashes its process (a segfault, an abort). On a
 cluster any of those would take the Dask worker and its whole batch with it, so a batch
 sends its instances, one at a time, to a long-lived child process (`python -m
-puzzlesweep.flows.isolate`) and the worker only waits:
+puzzlesweep.isolate`) and the worker only waits:
 
 - memory: the child runs under `RLIMIT_DATA` = `memory_limit` bytes (heap and private
   anonymous mappings, Linux >= 4.7); an allocation past it raises MemoryError inside the
@@ -96,7 +96,7 @@ class Child:
     def _start(self) -> subprocess.Popen:
         """A new child, once it has imported the solvers and said `ready` (its start-up,
         a second or more on a loaded machine, is not charged to an instance)."""
-        command = [sys.executable, "-P", "-m", "puzzlesweep.flows.isolate"]  # -P: not the cwd
+        command = [sys.executable, "-P", "-m", "puzzlesweep.isolate"]  # -P: not the cwd
         if self.memory_limit is not None:
             command.append(str(self.memory_limit))
         process = subprocess.Popen(
