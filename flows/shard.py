@@ -51,6 +51,9 @@ INCUMBENT_SHARE = 0.05
 #: its cluster and write its rows within the wall.
 WALL_MARGIN_SHARE = 0.05
 WALL_MARGIN_SECONDS = 10.0
+#: A part still running this many seconds past its stop time is left behind (one
+#: position's moves can take minutes: the parts look at the clock between positions).
+PART_GRACE = 2.0
 
 
 def _worker() -> dict:
@@ -78,17 +81,31 @@ def _layer(client, run: ShardedRun, step: Step, peaks: dict, stop_at: float) -> 
     or None when a part stopped at the wall-clock `stop_at` (nothing recorded: the
     next run redoes the layer); raises the first error of a part."""
     shards = range(run.shards)
-    rows = on_every_part(client, _expand, [(run, step, i, stop_at) for i in shards])
+    rows = _parts(client, _expand, [(run, step, i, stop_at) for i in shards], stop_at)
     merged = []
-    if all(row["made"] is not None for row in rows):
+    if rows and all(row["made"] is not None for row in rows):
         other = len(sharded.manifests(run, step.target, "b" if step.side == "f" else "f"))
-        merged = on_every_part(client, _merge, [(run, step, j, other, stop_at) for j in shards])
+        calls = [(run, step, j, other, stop_at) for j in shards]
+        merged = _parts(client, _merge, calls, stop_at)
     for row in rows + merged:
         peaks[row["worker"]] = max(peaks.get(row["worker"], 0), row["rss"])
     if not merged or any(row["merged"] is None for row in merged):
         return None
     manifest = sharded.record(run, step, [row["merged"] for row in merged])
     return {**manifest, "made": sum(row["made"] for row in rows)}
+
+
+def _parts(client, function, calls: list[tuple], stop_at: float) -> list:
+    """`cluster.on_every_part`, given up (cancelled, [] returned) when the parts are not
+    all done `PART_GRACE` seconds after the wall-clock `stop_at`."""
+    if math.isinf(stop_at):
+        return on_every_part(client, function, calls)
+    futures = [client.submit(function, *args, pure=False) for args in calls]
+    try:  # in order, an error re-raised here, as `on_every_part`
+        return [f.result(timeout=max(0.0, stop_at + PART_GRACE - time.time())) for f in futures]
+    except TimeoutError:
+        client.cancel(futures)
+        return []
 
 
 @task(name="attempt", cache_policy=NO_CACHE)

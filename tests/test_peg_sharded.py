@@ -4,6 +4,7 @@ one-process search and the published values, and resumed after a real SIGKILL.""
 
 import functools
 import json
+import math
 import re
 import signal
 import subprocess
@@ -298,3 +299,24 @@ def test_the_search_command_stops_at_its_wall_time_and_knows_a_start_without_goa
     assert rows[0][3] is None or (rows[0][3] >= 12 and rows[0][6] is True)
     assert 1 <= rows[0][4] <= 12 and rows[0][5] == 1.0
     assert rows[1][3:] == (12, 12, None, True)
+
+
+def test_a_side_with_one_position_of_endless_reverse_chains_is_never_grown():
+    # T_9's one-peg goals walked back by reverse moves (a lone peg over a nearly empty
+    # board): some make 82,022 chains, others overflow the cost sample's buffer. A
+    # sample that meets a finite one first must still cost the side infinitely: a
+    # `--wall 120` run chose such a backward layer at target 14 and spent 90 s in one
+    # part on one goal.
+    from puzzlesweep.solvers.frontier.kernels import board_keys, distinct
+    from puzzlesweep.solvers.frontier.layers import sample_cost
+    from puzzlesweep.solvers.frontier.problem import key_tables, move_tables, reachable_goals
+
+    problem = reachable_goals(_all_starts(9))
+    maps, tables = key_tables(problem), move_tables(problem, True)
+    goals = distinct(board_keys(np.array(problem.goals, np.uint64), maps))
+    costs = [sample_cost(goals[i : i + 1], 1, tables, maps) for i in range(len(goals))]
+    finite = [i for i, cost in enumerate(costs) if cost < math.inf]
+    assert len(goals) == 10 and 0 < len(finite) < 10, costs
+    assert sorted({int(costs[i]) - 1 for i in finite}) == [82022, 142546, 195342]
+    endless = next(i for i, cost in enumerate(costs) if cost == math.inf)
+    assert sample_cost(goals[[finite[0], endless]], 2, tables, maps) == math.inf
