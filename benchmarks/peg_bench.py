@@ -5,6 +5,8 @@
     nice .venv/bin/python benchmarks/peg_bench.py --sides 9 --memory 12 --limit 1140
     nice .venv/bin/python benchmarks/peg_bench.py --solve 8 --limit 600   # every start
     nice .venv/bin/python benchmarks/peg_bench.py --sharded 8   # 1 worker vs 2 workers
+    nice -n 10 .venv/bin/python benchmarks/peg_bench.py --bounds 7 8   # bound before/now
+    nice -n 10 .venv/bin/python benchmarks/peg_bench.py --wall-check 9 --limit 120
 
 Fewest moves: OEIS A127500's question, the fewest moves (a move = consecutive jumps by
 one peg) over every one-vacancy start and every one-peg finish of T_n, in one search
@@ -25,6 +27,15 @@ engine's default memory limit (4 GiB), into a temporary catalog; prints each sta
 class's row (status, fewest moves, bound, seconds) and the sweep's wall time, against
 the 15-minute target of issue 23.
 
+Bounds (`--bounds N...`): the all-starts search of T_N with the Merson bound of the
+corners and edge pairs (the engine before, `stars=False`) and with the stars, side by
+side: per target the positions stored (both sides' layers), the children made, the
+share the bound pruned, the seconds; then the answer, wall and CPU seconds.
+
+Wall (`--wall-check N --limit S`): `puzzlesweep search peg_solitaire side=N start=all
+--wall S` as a user runs it, against a Prefect API started first; its line and how long
+the command took, against S + 10 s.
+
 Each run is a child process under an address-space limit of `--memory` GiB (RLIMIT_AS;
 the engine's own limit is 1 GiB less, so it stops with a row, not a crash), so its
 peak RSS (ru_maxrss) is its own. The engine logs each layer to stderr. Every solution
@@ -33,9 +44,11 @@ benchmarks/README.md, with the figures of the engines this one replaced.
 """
 
 import argparse
+import dataclasses
 import functools
 import json
 import logging
+import os
 import resource
 import subprocess
 import sys
@@ -178,6 +191,68 @@ def sweep_starts(side: int) -> None:
     )
 
 
+def bounds(side: int, limit: float, memory: int) -> None:
+    """The all-starts fewest-moves search of T_side with the Merson bound of corners and
+    edge pairs (the engine before, `stars=False`) and with the stars too, side by side:
+    per target the positions stored (forward + backward layers), the children made,
+    the share the bound pruned, and the seconds (wall, and CPU of this process: the
+    machine is shared)."""
+    problem = peg.problem(side, list(range(peg.holes(side))), None, "min_moves", memory)
+    frontier.warm()
+    for stars in (False, True):
+        name = "corners, edge pairs and stars" if stars else "corners and edge pairs (before)"
+        cpu = time.process_time()
+        result = frontier.solve(dataclasses.replace(problem, stars=stars, tables={}), Limits(limit))
+        cpu = time.process_time() - cpu
+        peak = result.extra.get("peak_bytes", 0)
+        print(f"T_{side}, bound of {name}:", flush=True)
+        for target, row in sorted(result.extra.get("attempts", {}).items()):
+            stored = sum(row.get("forward", [])) + sum(row.get("backward", []))
+            made, kept = row.get("made", 0), row.get("kept", 0)
+            pruned = 1 - kept / made if made else 0.0
+            print(
+                f"  target {target}: {stored:,} positions stored, {made:,} children made, "
+                f"{pruned:.1%} pruned by the bound, {row.get('seconds', 0):.1f} s",
+                flush=True,
+            )
+        verified = None
+        if result.status == "optimal":
+            verified = peg.verify_any_start(side, tuple(result.solution)) == result.objective
+        print(
+            f"  {result.status}: {result.objective} moves (A127500: {KNOWN.get(side)}), bound "
+            f"{result.bound}, verified {verified}; {result.seconds:.1f} s wall, {cpu:.1f} s CPU, "
+            f"{result.nodes:,} positions expanded, {peak / 2**20:.0f} MiB of layers at most",
+            flush=True,
+        )
+
+
+def wall_check(side: int, wall: float) -> None:
+    """`puzzlesweep search peg_solitaire side=SIDE start=all --wall WALL` as a user runs
+    it (a LocalCluster of 2 workers, a temporary folder and catalog), against a Prefect
+    API started first (`flows.api.TemporaryAPI`, as a configured one: under load the
+    temporary API a bare command starts took minutes); prints the command's line and
+    its wall time against WALL + 10 s."""
+    from pathlib import Path
+
+    from puzzlesweep.flows.api import TemporaryAPI
+
+    cli = str(Path(sys.executable).with_name("puzzlesweep"))
+    with TemporaryAPI() as api, tempfile.TemporaryDirectory(prefix="peg-wall-") as folder:
+        command = [cli, "search", "peg_solitaire", f"side={side}", "start=all"]
+        command += ["--folder", f"{folder}/run", "--catalog", f"{folder}/catalog"]
+        command += ["--wall", str(wall), "--workers", "2"]
+        env = {**os.environ, "PREFECT_API_URL": api.url()}
+        started = time.perf_counter()
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        seconds = time.perf_counter() - started
+    print(done.stdout.strip() or done.stderr.strip()[-2000:], flush=True)
+    print(
+        f"T_{side} --wall {wall:g}: exit {done.returncode}, the command took {seconds:.1f} s "
+        f"(target {wall + 10:g} s)",
+        flush=True,
+    )
+
+
 def child(kind: str, side: int, limit: float, memory: int) -> None:
     """Run one measurement under the address-space limit and print it as JSON."""
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
@@ -220,6 +295,8 @@ def main() -> None:
     parser.add_argument("--memory", type=float, default=12.0, help="GiB per run")
     parser.add_argument("--sharded", type=int, help="side: the sharded search, 1 vs 2 workers")
     parser.add_argument("--sweep", type=int, help="side: every start's fewest moves, a sweep")
+    parser.add_argument("--bounds", type=int, nargs="*", default=[], help="sides: bound before/now")
+    parser.add_argument("--wall-check", type=int, help="side: search --wall LIMIT, timed")
     parser.add_argument("--one", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     memory = int(args.memory * 2**30)
@@ -227,6 +304,13 @@ def main() -> None:
         return compare(args.sharded, min(memory, frontier.MEMORY))
     if args.sweep:
         return sweep_starts(args.sweep)
+    if args.wall_check:
+        return wall_check(args.wall_check, args.limit)
+    if args.bounds:
+        logging.basicConfig(level=logging.WARNING, force=True)
+        for side in args.bounds:
+            bounds(side, args.limit, memory)
+        return None
     if args.one:
         return child(args.one[0], int(args.one[1]), args.limit, memory)
     runs = [("fewest", s) for s in args.sides if not args.solve] + [

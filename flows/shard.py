@@ -37,10 +37,22 @@ from puzzlesweep.flows.run_record import RunRecord, manifest, recorded
 from puzzlesweep.flows.settings import RunSettings
 from puzzlesweep.solvers import Limits, frontier
 from puzzlesweep.solvers.frontier import sharded
+from puzzlesweep.solvers.frontier.depth_first import incumbent
 from puzzlesweep.solvers.frontier.sharded import ShardedRun, Step
 
 #: The `solver` column of a sharded search's row.
 SOLVER = "frontier-sharded"
+#: The depth-first dive for an incumbent takes at most this many seconds, and this
+#: share of the wall time.
+INCUMBENT_SECONDS = 10.0
+INCUMBENT_SHARE = 0.05
+#: The search stops this share of the wall (at most these seconds) before it, to close
+#: its cluster and write its rows within the wall.
+WALL_MARGIN_SHARE = 0.05
+WALL_MARGIN_SECONDS = 10.0
+#: A part still running this many seconds past its stop time is left behind (one
+#: position's moves can take minutes: the parts look at the clock between positions).
+PART_GRACE = 2.0
 
 
 def _worker() -> dict:
@@ -49,41 +61,66 @@ def _worker() -> dict:
     return {"worker": worker_identity()[0], "rss": rss}
 
 
-def _expand(run: ShardedRun, step: Step, i: int) -> dict:
-    """`sharded.expand_part` of shard i, on a worker."""
-    made = sharded.expand_part(run, step.target, step.side, step.d, i)
+def _expand(run: ShardedRun, step: Step, i: int, stop_at: float) -> dict:
+    """`sharded.expand_part` of shard i, on a worker, until the wall-clock `stop_at`;
+    "made" is None when it stopped there."""
+    made = sharded.expand_part(run, step.target, step.side, step.d, i, stop_at)
     return {"made": made, **_worker()}
 
 
-def _merge(run: ShardedRun, step: Step, j: int, other: int) -> dict:
-    """`sharded.merge_part` of shard j of the layer after `step`'s, on a worker."""
-    merged = sharded.merge_part(run, step.target, step.side, step.d + 1, j, other)
-    return {**merged, **_worker()}
+def _merge(run: ShardedRun, step: Step, j: int, other: int, stop_at: float) -> dict:
+    """`sharded.merge_part` of shard j of the layer after `step`'s, on a worker, until
+    the wall-clock `stop_at`; "merged" is None when it stopped there."""
+    merged = sharded.merge_part(run, step.target, step.side, step.d + 1, j, other, stop_at)
+    return {"merged": merged, **_worker()}
 
 
-def _layer(client, run: ShardedRun, step: Step, peaks: dict) -> dict:
-    """One layer: every shard expanded, then every shard merged; returns its manifest
-    and raises the first error of a part."""
+def _layer(client, run: ShardedRun, step: Step, peaks: dict, stop_at: float) -> dict | None:
+    """One layer: every shard expanded, then every shard merged; returns its manifest,
+    or None when a part stopped at the wall-clock `stop_at` (nothing recorded: the
+    next run redoes the layer); raises the first error of a part."""
     shards = range(run.shards)
-    rows = on_every_part(client, _expand, [(run, step, i) for i in shards])
-    other = len(sharded.manifests(run, step.target, "b" if step.side == "f" else "f"))
-    merged = on_every_part(client, _merge, [(run, step, j, other) for j in shards])
+    rows = _parts(client, _expand, [(run, step, i, stop_at) for i in shards], stop_at)
+    merged = []
+    if rows and all(row["made"] is not None for row in rows):
+        other = len(sharded.manifests(run, step.target, "b" if step.side == "f" else "f"))
+        calls = [(run, step, j, other, stop_at) for j in shards]
+        merged = _parts(client, _merge, calls, stop_at)
     for row in rows + merged:
         peaks[row["worker"]] = max(peaks.get(row["worker"], 0), row["rss"])
-    return {**sharded.record(run, step, merged), "made": sum(row["made"] for row in rows)}
+    if not merged or any(row["merged"] is None for row in merged):
+        return None
+    manifest = sharded.record(run, step, [row["merged"] for row in merged])
+    return {**manifest, "made": sum(row["made"] for row in rows)}
+
+
+def _parts(client, function, calls: list[tuple], stop_at: float) -> list:
+    """`cluster.on_every_part`, given up (cancelled, [] returned) when the parts are not
+    all done `PART_GRACE` seconds after the wall-clock `stop_at`."""
+    if math.isinf(stop_at):
+        return on_every_part(client, function, calls)
+    futures = [client.submit(function, *args, pure=False) for args in calls]
+    try:  # in order, an error re-raised here, as `on_every_part`
+        return [f.result(timeout=max(0.0, stop_at + PART_GRACE - time.time())) for f in futures]
+    except TimeoutError:
+        client.cancel(futures)
+        return []
 
 
 @task(name="attempt", cache_policy=NO_CACHE)
 def attempt(
-    run: ShardedRun, client, step: Step, peaks: dict, on_layer, deadline: float = math.inf
+    run: ShardedRun, client, step: Step, peaks: dict, on_layer, stop_at: float = math.inf
 ) -> dict:
     """Expand layers, their parts on the Dask `client`'s workers, while the search stays
-    at `step.target` and the `deadline` (a `time.perf_counter` time) has not passed;
-    returns {"step": the next step (another target's or the end), "layers": layers
-    made}."""
+    at `step.target` and the wall-clock time `stop_at` (`time.time()`) has not passed;
+    a layer in flight at `stop_at` stops there, unrecorded. Returns {"step": the next
+    step (another target's, the end, or this one's when the time ran out), "layers":
+    layers made}."""
     made, target = 0, step.target
-    while step.kind == "expand" and step.target == target and time.perf_counter() < deadline:
-        manifest = _layer(client, run, step, peaks)
+    while step.kind == "expand" and step.target == target and time.time() < stop_at:
+        manifest = _layer(client, run, step, peaks, stop_at)
+        if manifest is None:
+            break
         made += 1
         if on_layer is not None:
             on_layer(step, manifest)
@@ -102,23 +139,32 @@ def sharded_search(
     """Run (or resume) the sharded search `run` with its parts on the Dask scheduler at
     `scheduler`; `verify(path)` replays a solution's rules and returns its moves
     (raising on an invalid one); `on_layer(step, manifest)` is called after each
-    recorded layer; no layer starts `wall_seconds` after the start (None: no limit).
-    Returns {"status": optimal | infeasible | time_limit, "objective", "bound" (the
-    fewest moves possible: every smaller target failed), "solution" (the rules), "layers":
+    recorded layer; `wall_seconds` after the start (None: no limit) every part stops
+    within about a second and the layer in flight is dropped (a re-run redoes it); a
+    depth-first dive first gives an incumbent (`depth_first.incumbent`), which a time
+    limit reports with the bound the failed targets prove.
+    Returns {"status": optimal | infeasible | time_limit, "objective" (at a time limit
+    the incumbent's moves or None), "bound" (the fewest moves possible: every smaller
+    target failed), "solution" (the rules, replayed by `verify`), "layers":
     layers made by this run, "peak_rss": {worker: bytes}, "seconds"}. Raises
     RuntimeError when the replayed moves differ from the search."""
     started, made, peaks = time.perf_counter(), 0, {}
-    deadline = math.inf if wall_seconds is None else started + wall_seconds
+    stop_at = math.inf if wall_seconds is None else time.time() + wall_seconds
     step = sharded.plan(run)
+    best = None
+    if step.kind == "expand":  # an incumbent: what a time limit reports
+        share = INCUMBENT_SHARE * (math.inf if wall_seconds is None else wall_seconds)
+        best = incumbent(run.problem, min(INCUMBENT_SECONDS, share))
     with connect(scheduler) as client:  # one client: opening one took about 0.3 s
-        while step.kind == "expand" and time.perf_counter() < deadline:
+        while step.kind == "expand" and time.time() < stop_at:
             task = attempt.with_options(task_run_name=f"target-{step.target}")
-            done = task(run, client, step, peaks, on_layer, deadline)
+            done = task(run, client, step, peaks, on_layer, stop_at)
             step, made = done["step"], made + done["layers"]
     report = {"layers": made, "peak_rss": peaks, "seconds": time.perf_counter() - started}
     if step.kind == "expand":  # the wall time ran out: the targets below this one failed
-        return {**report, "status": "time_limit", "objective": None, "bound": step.target,
-                "solution": None}  # fmt: skip
+        objective = None if best is None else verify(best)
+        return {**report, "status": "time_limit", "objective": objective, "bound": step.target,
+                "solution": best}  # fmt: skip
     if step.kind == "infeasible":
         return {**report, "status": "infeasible", "objective": None, "bound": None,
                 "solution": None}  # fmt: skip
@@ -137,6 +183,7 @@ def run_search(
     wall_seconds: float | None = None,
     announce: Callable[[str], None] | None = None,
     on_running: Callable[..., None] | None = None,
+    begun_at: float | None = None,
 ) -> dict:
     """`sharded_search` of `run` on the cluster of `settings` (a `RunSettings`: the
     scheduler at its address, or a new LocalCluster) under the configured or a temporary
@@ -146,10 +193,14 @@ def run_search(
     (`running` before any cluster starts, a heartbeat, then `finished`, `interrupted` or
     `failed`: `run_record.recorded`; the `family` module's results table is made if
     missing), and the answer of instance `p` (the family's Params; None for every start)
-    is written to `results` under the run's id (`write_row`). Returns the flow's report
-    plus "scheduler", "dashboard" and "row" (a new results row was written). Raises
-    BadInput for an address that does not answer, for a folder that cannot hold this
-    search (`sharded.check_folder`: another search, a file, no permission) or that
+    is written to `results` under the run's id (`write_row`). `wall_seconds` count from
+    `begun_at` (a `time.time()`, the command's start; None: now), so they include the
+    API's and the cluster's start; the search stops `WALL_MARGIN_SHARE` of them (at most
+    `WALL_MARGIN_SECONDS`) early, to close the cluster and write the rows. Returns the
+    flow's report plus "scheduler", "dashboard" and "row" (a new results row was
+    written). Raises BadInput for an address that does not answer, for a folder that
+    cannot hold this search (`sharded.check_folder`: another search, a file, no
+    permission) or that
     another search holds (`sharded.folder_lock`), before any cluster starts."""
     held = ExitStack()
     try:  # before any cluster starts
@@ -163,10 +214,11 @@ def run_search(
     say = announce or (lambda line: None)
     with held:
         record = _record(run, catalog_path, wall_seconds, family, p)
+        stop_at = _stop_at(wall_seconds, begun_at)
         with recorded(record), settings.start_with_api(None, say, "layers") as started:
             record.manifest["dask_dashboard_url"] = started.dashboard
             record.write()
-            report = _search(run, verify, started, wall_seconds, say, on_running)
+            report = _search(run, verify, started, stop_at, say, on_running)
             row = p is not None and write_row(
                 catalog_path, family, p, report, wall_seconds, record.manifest
             )
@@ -175,9 +227,21 @@ def run_search(
     return {**report, "row": row}
 
 
-def _search(run, verify, started, wall, say, on_running) -> dict:
+def _stop_at(wall_seconds: float | None, begun_at: float | None) -> float | None:
+    """The wall-clock time (`time.time()`) the search stops at: `wall_seconds` after
+    `begun_at` (None: now), less the margin to close the cluster and write the rows;
+    None without a wall."""
+    if wall_seconds is None:
+        return None
+    margin = min(WALL_MARGIN_SECONDS, WALL_MARGIN_SHARE * wall_seconds)
+    return (begun_at or time.time()) + wall_seconds - margin
+
+
+def _search(run, verify, started, stop_at, say, on_running) -> dict:
     """`sharded_search` on the `started` cluster (`settings.Started`), its layers told
-    to `say`."""
+    to `say`, until the wall-clock `stop_at` (`time.time()`; None: no limit), which
+    counts the Prefect API's and the cluster's start (the search gets what they
+    leave)."""
 
     def on_layer(step: Step, manifest: dict) -> None:
         side = "forward" if step.side == "f" else "backward"
@@ -188,7 +252,8 @@ def _search(run, verify, started, wall, say, on_running) -> dict:
     flow_ = sharded_search.with_options(
         flow_run_name=f"search {run.folder}", on_running=[on_running] if on_running else None
     )
-    report = flow_(run, started.scheduler, verify, on_layer, wall)
+    left = None if stop_at is None else max(0.0, stop_at - time.time())
+    report = flow_(run, started.scheduler, verify, on_layer, left)
     return {**report, "scheduler": started.scheduler, "dashboard": started.dashboard}
 
 

@@ -10,17 +10,20 @@ import os
 import random
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from puzzlesweep.puzzles.peg_solitaire import engine
-from puzzlesweep.solvers import Limits, SolverResult
+from puzzlesweep.solvers import Limits, SolverResult, frontier
 from puzzlesweep.solvers.frontier import LayeredProblem, moves
 from puzzlesweep.solvers.frontier.layers import Budget, chains
 from puzzlesweep.solvers.frontier.problem import (
     MEMORY,
     bound_of,
+    hitting_sets,
+    merson_regions,
     move_tables,
     prune_table,
     reachable_goals,
@@ -79,7 +82,7 @@ def test_region_bounds_never_exceed_the_moves_still_needed(side):
         assert all(bound_of(board, backward) <= d for board, d in reached.items()), hole
 
 
-@pytest.mark.parametrize("side", [5, 6, 7, 8])
+@pytest.mark.parametrize("side", [5, 6, 7, 8, 10])
 def test_a_move_lowers_the_forward_region_bound_by_at_most_one(side):
     # The forward bound is consistent, h(child) >= h(parent) - 1: a region full at a
     # move boundary is first changed by a jump that starts in it (no jump from outside
@@ -106,6 +109,27 @@ def test_a_move_lowers_the_forward_region_bound_by_at_most_one(side):
                 checked += 1
                 drops += bound_of(child, prune) == h - 1
     assert checked > 1000 and drops > 100  # the bound does fall by one, never by two
+
+
+def test_stars_of_the_triangle_raise_the_bound_at_the_start():
+    # The 7-hole hexagons whose centre lies two holes off every edge: 1 on T_7 (hole 19
+    # its centre), 3 on T_8, 6 on T_9, 10 on T_10; the six of T_9 all meet two cells
+    # (no cell lies in all six), so a full board needs two moves for them. Over all
+    # starts the bound at the start never exceeds the fewest moves of A127500 (G. I.
+    # Bell, JIS 11 (2008) 08.4.8: 12, 13, 16, 18 on T_7..T_10), and no one-peg board
+    # has a bound above 0 (with consistency, below, the bound is admissible).
+    for side, count, low, high in ((7, 1, 8, 9), (8, 3, 11, 12), (9, 6, 12, 13), (10, 10, 16, 17)):
+        problem = engine.problem(side, list(range(side * (side + 1) // 2)), None, "min_moves")
+        _, pairs, stars = merson_regions(problem.rules, problem.size)
+        assert len(stars) == count and all(star.bit_count() == 7 for star in stars)
+        assert len(pairs) == 3 * (side - 3)  # adjacent non-corner holes along each edge
+        prune = prune_table(problem, 1)
+        assert {bound_of(s, prune) for s in problem.starts} == {low, high}
+        assert all(bound_of(g, prune) == 0 for g in problem.goals)
+    assert hitting_sets(stars[:1], problem.size)[1] == 1
+    nine = engine.problem(9, list(range(45)), None, "min_moves")
+    stars = merson_regions(nine.rules, nine.size)[2]
+    assert hitting_sets(stars, nine.size)[(1 << 6) - 1] == 2
 
 
 def test_fewest_moves_without_an_incumbent_on_a_line_of_five():
@@ -195,6 +219,37 @@ def test_the_goals_of_t9_are_never_expanded_backward():
     # T_9 over all starts: a lone peg walking back over an empty board of 45 holes has
     # more chains of reverse jumps than the cost sample's buffer holds (more than a
     # million), so the search grows the forward side alone, pruned by the regions.
+    # Also at target 12, where the bound prunes nearly all of those chains after they are
+    # made: the sample counts the children made, not those kept (counting the kept ones,
+    # no buffer overflowed, and sampling the 45 goals took 31 s of CPU per look).
     problem = engine.problem(9, list(range(45)), None, "min_moves")
-    forward, backward = moves._Side(problem, False, 15), moves._Side(problem, True, 15)
-    assert backward.cost() == math.inf and forward.cost() < math.inf
+    for target in (12, 15):
+        forward = moves._Side(problem, False, target)
+        backward = moves._Side(problem, True, target)
+        assert backward.cost() == math.inf and forward.cost() < math.inf
+
+
+def _fewest_over_all_starts(side: int, stars: bool) -> tuple[str, float, dict]:
+    problem = engine.problem(side, list(range(side * (side + 1) // 2)), None, "min_moves")
+    result = frontier.solve(replace(problem, stars=stars, tables={}), Limits(600))
+    assert engine.verify_any_start(side, tuple(result.solution)) == result.objective
+    return result.status, result.objective, result.extra["attempts"]
+
+
+@pytest.mark.parametrize("side", [4, 5, 6])
+def test_fewest_moves_over_all_starts_with_and_without_the_stars(side):
+    # OEIS A127500 (G. I. Bell, "Solving Triangular Peg Solitaire", JIS 11 (2008)
+    # 08.4.8): T_4 -> 5, T_5 -> 9, T_6 -> 9 over every one-vacancy start and one-peg
+    # finish; the same with the bound of the stars (none fits before T_7) and without,
+    # every target's children counted (made >= kept) and every solution replayed.
+    for stars in (True, False):
+        status, objective, attempts = _fewest_over_all_starts(side, stars)
+        assert (status, objective) == ("optimal", {4: 5, 5: 9, 6: 9}[side])
+        assert all(row["made"] >= row["kept"] >= 0 for row in attempts.values())
+
+
+@pytest.mark.slow
+def test_t7_fewest_moves_over_all_starts_with_and_without_the_stars():
+    # A127500: T_7 -> 12 (Bell 2008); the one star of T_7 prunes, the answer stays.
+    with_stars, without = (_fewest_over_all_starts(7, stars) for stars in (True, False))
+    assert with_stars[:2] == without[:2] == ("optimal", 12)

@@ -4,6 +4,7 @@ one-process search and the published values, and resumed after a real SIGKILL.""
 
 import functools
 import json
+import math
 import re
 import signal
 import subprocess
@@ -11,6 +12,7 @@ import sys
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -201,6 +203,41 @@ def test_a_part_over_its_memory_stops_before_it_loads(tmp_path):
     assert not run.layer(step.target, step.side, step.d + 1).exists()
 
 
+def test_a_part_past_its_wall_time_stops_and_its_layer_is_not_recorded(tmp_path):
+    # --wall reaches the parts themselves: an expansion or a merge whose wall-clock
+    # deadline has passed returns None at once, and no manifest of the layer exists, so
+    # a re-run redoes it; with time left, the same parts make the layer (T_6 over all
+    # starts: 9 moves, A127500).
+    from puzzlesweep.solvers.frontier import sharded
+
+    run = ShardedRun(_all_starts(6), str(tmp_path), 2)
+    step = sharded.plan(run)
+    assert step.kind == "expand"
+    for i in (0, 1):  # an empty shard has nothing to stop
+        keys = len(np.load(run.layer(step.target, step.side, step.d) / f"s{i}.npy"))
+        stopped = sharded.expand_part(run, step.target, step.side, step.d, i, 0.0)
+        assert stopped == (None if keys else 0), (i, keys)
+    made = [sharded.expand_part(run, step.target, step.side, step.d, i) for i in (0, 1)]
+    assert all(isinstance(m, int) for m in made)
+    assert sharded.merge_part(run, step.target, step.side, step.d + 1, 0, 1, 0.0) is None
+    assert not run.layer(step.target, step.side, step.d + 1).with_suffix(".json").exists()
+    assert sharded.plan(run) == step  # the same layer is next
+    merged = [sharded.merge_part(run, step.target, step.side, step.d + 1, j, 1) for j in (0, 1)]
+    manifest = sharded.record(run, step, merged)
+    assert manifest["keys"] == sum(m["keys"] for m in merged)
+    assert sharded.plan(run) != step  # with time left the layer is made and recorded
+
+
+def test_the_incumbent_is_a_solution_the_verifier_replays(tmp_path):
+    # The depth-first dive that a time limit reports: on T_8 over all starts, a
+    # solution from the first start (hole 1), at least 13 moves (A127500, Bell 2008).
+    from puzzlesweep.solvers.frontier.depth_first import incumbent
+
+    path = incumbent(_all_starts(8), 60.0)
+    assert path is not None and path[0][2] == 0  # the first jump lands in hole 1
+    assert peg.verify_any_start(8, tuple(path)) >= 13
+
+
 def _search(api_env, scheduler: str, folder: Path, catalog: Path, *args: str):
     """`puzzlesweep search peg_solitaire ARGS` on the test's cluster and Prefect API."""
     command = [*CLI, "search", "peg_solitaire", *args, "--folder", str(folder)]
@@ -258,5 +295,28 @@ def test_the_search_command_stops_at_its_wall_time_and_knows_a_start_without_goa
     assert "status infeasible  fewest moves -  bound -  0 layers" in none.stdout, none.stderr
     rows = _rows(catalog)
     assert [r[2] for r in rows] == ["time_limit", "optimal", "infeasible"]
-    assert rows[0][3] is None and 1 <= rows[0][4] <= 12 and rows[0][5] == 1.0
+    # the incumbent, when the dive found one in its share of the second, is replayed
+    assert rows[0][3] is None or (rows[0][3] >= 12 and rows[0][6] is True)
+    assert 1 <= rows[0][4] <= 12 and rows[0][5] == 1.0
     assert rows[1][3:] == (12, 12, None, True)
+
+
+def test_a_side_with_one_position_of_endless_reverse_chains_is_never_grown():
+    # T_9's one-peg goals walked back by reverse moves (a lone peg over a nearly empty
+    # board): some make 82,022 chains, others overflow the cost sample's buffer. A
+    # sample that meets a finite one first must still cost the side infinitely: a
+    # `--wall 120` run chose such a backward layer at target 14 and spent 90 s in one
+    # part on one goal.
+    from puzzlesweep.solvers.frontier.kernels import board_keys, distinct
+    from puzzlesweep.solvers.frontier.layers import sample_cost
+    from puzzlesweep.solvers.frontier.problem import key_tables, move_tables, reachable_goals
+
+    problem = reachable_goals(_all_starts(9))
+    maps, tables = key_tables(problem), move_tables(problem, True)
+    goals = distinct(board_keys(np.array(problem.goals, np.uint64), maps))
+    costs = [sample_cost(goals[i : i + 1], 1, tables, maps) for i in range(len(goals))]
+    finite = [i for i, cost in enumerate(costs) if cost < math.inf]
+    assert len(goals) == 10 and 0 < len(finite) < 10, costs
+    assert sorted({int(costs[i]) - 1 for i in finite}) == [82022, 142546, 195342]
+    endless = next(i for i, cost in enumerate(costs) if cost == math.inf)
+    assert sample_cost(goals[[finite[0], endless]], 2, tables, maps) == math.inf

@@ -36,8 +36,11 @@ column holds the answer), all answered by the compiled bitboard engine
   undoing jumps in a row); every layer is a sorted uint64 array of keys, the least image
   of a board under the symmetries. Layers on both sides without a common position prove
   that no solution has a + b moves (the bound); the first common position is a solution
-  with exactly the bound. A depth-first dive first gives an incumbent (what a time limit
-  reports) and proves most impossible instances at once.
+  with exactly the bound. Each target L keeps a position only while its moves made plus
+  a lower bound on the moves still needed stay within L: the Merson regions (corners,
+  edge pairs, and the 7-hole stars of the interior by their fewest hitting cells), each
+  full one needing a move that starts in it. A depth-first dive first gives an
+  incumbent (what a time limit reports) and proves most impossible instances at once.
 - `solve` (objective = pegs left, 1): G. I. Bell's position classes (the GF(2)
   invariants of the jump rules: 4 independent parities on the triangle) rule out a
   finish in another class of the start; then a depth-first search in the jump order of
@@ -65,7 +68,8 @@ intermediate position of every move is a state, where layers by whole moves hold
 fewer: it ran out of memory on T_8; figures in benchmarks/README.md, peg_bench.py);
 meeting in the middle through the complement board (the reverse game is the game on the
 complement for single jumps, but it breaks a move into jumps by different pegs); pagoda
-functions as cuts (the Merson regions sufficed for T_8; the next step for T_9); counting
+functions as cuts (no sampled middle-game board of T_8 had one; the stars, regions of
+the interior, raised the bound instead: T_10's start bound 16-17 against 13-14); counting
 positions up to symmetry in `reachable` (exact positions are what a player counts); one
 module for rules, engine and drawings (they change for different reasons: a new
 question, a faster engine, a clearer figure).

@@ -2,6 +2,7 @@
 over a Dask cluster, every finished layer kept on disk so that the same command
 resumes)."""
 
+import time
 from typing import Annotated
 
 import typer
@@ -25,7 +26,6 @@ from puzzlesweep.cli.common import (
     out,
     parse_assignments,
     parse_memory,
-    refuse_together,
     run_errors,
 )
 from puzzlesweep.cli.stopping import stopped_by_signals
@@ -65,6 +65,9 @@ def search(
 ) -> None:
     """Fewest moves by a layered search whose layers are sharded over Dask workers.
 
+    `--wall` stops it wherever it is (within about a second of the limit, counted
+    from the command's start), keeping the bound proven and the best solution found.
+
     `start=all` asks for the fewest over every start (OEIS A127500), printed
     only; a start hole asks for one instance, whose row is also written to the
     catalog. Either way the run has its row in the catalog's `runs`, as a
@@ -72,21 +75,17 @@ def search(
     from puzzlesweep import puzzles
     from puzzlesweep.flows.settings import RunSettings
 
+    started = time.time()  # --wall counts from here
     catalog_path = location or catalog.default_catalog()
     try:
-        refuse_together(
-            {"--address": address, "--workers": workers},
-            "--workers sizes a local cluster, and --address uses a cluster already started",
-        )
-        check_workers(workers)
-        dashboard_address = dashboard_address or DASHBOARD_DEFAULT
-        check_dashboard_address(dashboard_address, bind=not address)
-        run, verify, p = _search_run(family, params, folder, shards, parse_memory(memory_limit))
-        check_catalog_directory(catalog_path)  # its run's row, and an instance's answer
         settings = RunSettings.of(
             flags=True, catalog=catalog_path, address=address, workers=workers,
-            dashboard_address=dashboard_address,
+            dashboard_address=dashboard_address or DASHBOARD_DEFAULT,
         )  # fmt: skip
+        check_workers(workers)
+        check_dashboard_address(settings.dashboard_address, bind=not address)
+        run, verify, p = _search_run(family, params, folder, shards, parse_memory(memory_limit))
+        check_catalog_directory(catalog_path)  # its run's row, and an instance's answer
     except ValidationError as exc:
         raise fail(f"{family}: {validation_message(exc, puzzles.get(family).Params)}") from None
     except (BadInput, ValueError) as exc:
@@ -95,11 +94,12 @@ def search(
 
     with catalog_errors():
         check_configured()  # a PREFECT_API_URL that does not serve, before any cluster
-    report = _run_search(run, verify, settings, puzzles.get(family), p, wall)
+    report = _run_search(run, verify, settings, puzzles.get(family), p, wall, started)
     what = "every start" if p is None else f"start {p.start}"
+    found = "best found" if report["status"] == "time_limit" else "fewest moves"
     out.print(
         f"{family} {' '.join(params or [])} ({what}): status {report['status']}  "
-        f"fewest moves {cell_text(report['objective'])}  bound {cell_text(report['bound'])}  "
+        f"{found} {cell_text(report['objective'])}  bound {cell_text(report['bound'])}  "
         f"{report['layers']} layers made now  {report['seconds']:.1f} s",
         highlight=False,
     )
@@ -125,10 +125,11 @@ def _search_run(family: str, params, folder: str, shards: int, memory: int | Non
     return run, verify, p
 
 
-def _run_search(run, verify, settings, family, p, wall: float | None) -> dict:
+def _run_search(run, verify, settings, family, p, wall: float | None, started: float) -> dict:
     """`flows.shard.run_search` with `settings` (a `RunSettings`), its cluster's links
-    and every layer on stderr (`family`: the module; `p`: its Params or None); a Ctrl-C
-    or SIGTERM exits 130 or 143 with one line (the finished layers are kept)."""
+    and every layer on stderr (`family`: the module; `p`: its Params or None; `wall`
+    counts from `started`, a `time.time()`); a Ctrl-C or SIGTERM exits 130 or 143 with
+    one line (the finished layers are kept)."""
     from puzzlesweep.flows.cluster import probe_scheduler, quiet_dask
     from puzzlesweep.flows.shard import run_search
 
@@ -138,4 +139,6 @@ def _run_search(run, verify, settings, family, p, wall: float | None) -> dict:
     with run_errors(), stopping as take_sigterm:
         if settings.address:  # before run_search writes the folder's run.json
             probe_scheduler(settings.address)
-        return run_search(run, verify, settings, family, p, wall, announce, take_sigterm)
+        return run_search(
+            run, verify, settings, family, p, wall, announce, take_sigterm, begun_at=started
+        )

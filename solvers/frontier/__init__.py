@@ -52,7 +52,9 @@ Result: status optimal | infeasible | time_limit | node_limit | error; objective
 fewest moves (`min_moves`), 1 (`solve`, the pegs left) or the number of goals reached
 (`reachable`); bound = the proven lower bound; nodes = states expanded; solution = the
 rules of the path as (a, b, c) triples, or {"layers": counts, "goals": [(goal, path)]};
-extra = {"forward": layer sizes, "backward": layer sizes} or {"states": ...}.
+extra = {"forward": layer sizes, "backward": layer sizes, "attempts": {target:
+{"forward", "backward": layer sizes, "made": children made, "kept": children the bound
+kept, "seconds"}}} or {"states": ...}.
 
 Roads not taken: a hash set per layer (sorted arrays are half the memory and give the
 set difference and the look-ups by merging or binary search); a dynamic programme over

@@ -8,15 +8,19 @@ fills up to half the memory limit; when full it stops growing and the search sta
 exact), resumable in slices so the time and node limits hold.
 """
 
+from dataclasses import replace
+
 import numpy as np
 
-from .. import SolverResult
+from .. import Limits, SolverResult
 from .kernels import board_keys, dfs, distinct, rehash
-from .layers import Budget
+from .layers import Budget, Stop
 from .problem import LayeredProblem, invariants, key_tables, move_tables, position_class
 
 #: Depth-first search nodes between two looks at the clock.
 SLICE = 1 << 19
+#: Bytes of the dead table of a dive for an incumbent (`incumbent`, `moves.min_moves`).
+DIVE_MEMORY = 64 << 20
 
 
 def solvable(problem: LayeredProblem, budget: Budget, result: SolverResult) -> None:
@@ -63,3 +67,21 @@ def solvable(problem: LayeredProblem, budget: Budget, result: SolverResult) -> N
         return
     result.solution = problem.triples([int(stack_r[i]) - 1 for i in range(state[0])])
     result.status, result.objective, result.bound = "optimal", 1.0, 1.0
+
+
+def incumbent(problem: LayeredProblem, seconds: float) -> list[tuple[int, int, int]] | None:
+    """A first solution (the rules (a, b, c) in order) from the first start of
+    `problem`, by the depth-first search of `solvable` within `seconds` and `DIVE_MEMORY`
+    bytes, or None: the incumbent a time limit reports (T_8 over all starts: 27 moves
+    at once, benchmarks/README.md)."""
+    first = problem.starts[:1]  # the group need not fix it alone: no symmetry
+    group = problem.group[:1]
+    one = replace(
+        problem, starts=first, question="solve", memory=DIVE_MEMORY, group=group, tables={}
+    )
+    result = SolverResult(status="error")
+    try:
+        solvable(one, Budget(Limits(max(seconds, 1e-3)), DIVE_MEMORY), result)
+    except Stop:
+        return None
+    return result.solution if result.status == "optimal" else None

@@ -13,7 +13,7 @@ _ONE = np.uint64(1)
 _BYTE = np.uint64(255)
 _EIGHT = np.uint64(8)
 #: The `prune` argument of `expand` that keeps every child.
-NO_PRUNE = np.zeros(3, np.uint64)
+NO_PRUNE = np.zeros(6, np.uint64)
 NO_PRUNE.setflags(write=False)
 
 
@@ -43,42 +43,58 @@ def board_keys(boards, maps):
 
 
 @njit(cache=True)
-def regions_bound(board, singles, pairs, full, less):
-    """The moves still needed by the Merson regions: with `full`, the regions (disjoint,
-    chosen greedily) that are full on `board`, each needing a move that starts in it;
-    otherwise the regions that are not full, each of which a move starting in it has
-    changed since a start where it was full; minus `less` (the regions that may stay
-    as they are: a goal's token on a corner, a start's empty cell), at least 0."""
+def regions_bound(board, prune):
+    """The moves still needed by the Merson regions of `prune` (`problem.prune_table`:
+    kind, less, singles, pairs, stars, the stars' hitting sets). Kind 1: the regions full
+    on `board`, each needing a move that starts in it; kind 2: the regions not full,
+    each changed by a move starting in it since a start where it was full. Counted as
+    the singles, a greedy packing of disjoint pairs (each edge's pairs in order along
+    it: a largest packing) and the fewest cells meeting every such star (moves start on
+    one cell each; the stars lie off the pairs' cells), minus `less` (the regions that
+    may stay as they are: a goal's token on a corner, a start's empty cell), at least
+    0; 0 for kind 0."""
+    kind = prune[0]
+    if kind == 0:
+        return 0
+    full = kind == 1
     count = 0
-    rest = board & singles if full else ~board & singles
+    rest = board & prune[2] if full else ~board & prune[2]
     while rest:
         rest &= rest - _ONE
         count += 1
     used = np.uint64(0)
-    for k in range(pairs.shape[0]):
-        pair = pairs[k]
+    pairs = np.int64(prune[3])
+    for k in range(4, 4 + pairs):
+        pair = prune[k]
         if used & pair:
             continue
         if (board & pair == pair) == full:
             count += 1
             used |= pair
-    return max(count - less, 0)
+    at = 4 + pairs
+    stars = np.int64(prune[at])
+    mask = 0
+    for k in range(stars):
+        star = prune[at + 1 + k]
+        if (board & star == star) == full:
+            mask |= 1 << k
+    count += np.int64(prune[at + 1 + stars + mask])
+    return max(count - np.int64(prune[1]), 0)
 
 
 @njit(cache=True)
 def expand(boards, at, ptr, order, fot, cond, nxt, maps, chain, out, prune, room):
     """Keys of the children of boards[at:] into `out` until it is full: every position
     one move away (`chain`: a token goes on while it can; else single rules). Returns
-    (children written, the index of the first board not expanded); a board whose
-    children do not all fit is left for the next call. prune = (kind, less, singles,
-    pair, pair, ...) as uint64 (the cells of the Merson regions as bitboards): a child
-    whose `regions_bound` (kind 1: full regions, 2: regions not full) exceeds `room`
-    is not written (kind 0: every child is; the chain goes on through it anyway)."""
+    (children written, the index of the first board not expanded, children made before
+    pruning, for the pruning rate); a board whose
+    children do not all fit is left for the next call. prune: the Merson regions of
+    `problem.prune_table` (uint64): a child whose `regions_bound` (kind 1: full regions,
+    2: regions not full) exceeds `room` is not written (kind 0: every child is; the
+    chain goes on through it anyway)."""
     kind = prune[0]
-    less = np.int64(prune[1])
-    singles = prune[2]
-    pairs = prune[3:]
     written = 0
+    seen = 0
     cap = out.shape[0]
     stack_b = np.empty(65, np.uint64)
     stack_p = np.empty(65, np.int64)
@@ -87,7 +103,7 @@ def expand(boards, at, ptr, order, fot, cond, nxt, maps, chain, out, prune, room
     i = at
     while i < boards.shape[0]:
         board = boards[i]
-        mark = written
+        mark, seen_mark = written, seen
         full = False
         for cell in range(cells):
             if (board >> np.uint64(cell)) & _ONE == 0:
@@ -109,7 +125,8 @@ def expand(boards, at, ptr, order, fot, cond, nxt, maps, chain, out, prune, room
                 if written >= cap:
                     full = True
                     break
-                if kind == 0 or regions_bound(child, singles, pairs, kind == 1, less) <= room:
+                seen += 1
+                if kind == 0 or regions_bound(child, prune) <= room:
                     out[written] = board_key(child, maps)
                     written += 1
                 if chain:
@@ -118,9 +135,9 @@ def expand(boards, at, ptr, order, fot, cond, nxt, maps, chain, out, prune, room
             if full:
                 break
         if full:
-            return mark, i
+            return mark, i, seen_mark
         i += 1
-    return written, i
+    return written, i, seen
 
 
 @njit(cache=True)

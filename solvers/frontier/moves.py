@@ -1,5 +1,7 @@
 """The `min_moves` question: fewest moves from a start to a goal, by a breadth-first
-search by moves from both ends that meets in the middle, pruned by Merson regions.
+search by moves from both ends that meets in the middle, pruned by Merson regions
+(`problem.prune_table`: corners, edge pairs and stars, an admissible and consistent
+bound on the moves still needed, or made so far on the backward side).
 
 Forward from the starts by moves; backward from the goals by *reverse moves* (rules
 undone in a row by one token), so that a position at backward distance d reaches a goal
@@ -15,16 +17,15 @@ are many, one is met there without the largest layers ever being built.
 """
 
 import logging
-import math
 import time
 from dataclasses import replace
 
 import numpy as np
 
 from .. import Limits, SolverResult
-from .depth_first import solvable
-from .kernels import board_keys, difference, distinct, expand, member, union
-from .layers import CHUNK, Budget, Stop, fill, meet, walk
+from .depth_first import DIVE_MEMORY, solvable
+from .kernels import board_keys, difference, distinct, member, union
+from .layers import CHUNK, Budget, Stop, fill, meet, sample_cost, walk
 from .problem import (
     LayeredProblem,
     bound_of,
@@ -44,9 +45,8 @@ AHEAD_DEPTH = 3
 #: Positions expanded to estimate the cost of expanding a layer.
 SAMPLE = 512
 #: `min_moves` first dives depth-first for an incumbent with this share of the time
-#: and this many bytes for its dead table.
+#: (and `depth_first.DIVE_MEMORY` bytes for its dead table).
 DIVE_SHARE = 0.1
-DIVE_MEMORY = 64 << 20
 
 log = logging.getLogger("puzzlesweep.solvers.frontier")
 
@@ -65,26 +65,14 @@ class _Side:
         self.levels = [distinct(board_keys(np.array(roots, np.uint64), self.maps))]
 
     def cost(self) -> float:
-        """The children the next expansion should make, measured on a sample of at most
-        `SAMPLE` positions of the last layer: reverse moves from a sparse board branch
-        a hundred times more than moves, and the pruning changes with the depth."""
+        """The children the next expansion should make (`layers.sample_cost`), measured
+        on a sample of at most `SAMPLE` positions of the last layer."""
         frontier = self.levels[-1]
         if len(frontier) <= SAMPLE:
             sample = frontier
         else:
             sample = frontier[:: len(frontier) // SAMPLE][:SAMPLE]
-        ptr, order, fot, cond, nxt = self.tables
-        buffer = np.empty(1 << 20, np.uint64)
-        room = self.target - len(self.levels)
-        # one call: a position whose children alone overflow the buffer (a lone token
-        # walking back over a nearly empty board of 45 holes has millions of chains) makes
-        # the side infinitely costly: the other side grows alone, pruned by its bound
-        made, done = expand(
-            sample, 0, ptr, order, fot, cond, nxt, self.maps, True, buffer, self.prune, room
-        )
-        if done == 0:
-            return math.inf
-        return (made + done) * len(frontier) / done
+        return sample_cost(sample, len(frontier), self.tables, self.maps)
 
     def fill(self, budget: Budget, boards, at: int, buffer, room: int):
         """`layers.fill` with this side's moves, keys and pruning against `room`."""
@@ -255,8 +243,16 @@ def min_moves(problem: LayeredProblem, budget: Budget, result: SolverResult) -> 
                 result.status, result.bound = "infeasible", None
                 result.solution = result.objective = None
                 return
-            if _attempt(problem, budget, result, target, attempts):
-                return
+            made, kept, tick = budget.made, budget.kept, time.perf_counter()
+            try:
+                if _attempt(problem, budget, result, target, attempts):
+                    return
+            finally:  # what this target cost, also when a limit stopped it
+                attempts.setdefault(target, {}).update(
+                    made=budget.made - made,
+                    kept=budget.kept - kept,
+                    seconds=time.perf_counter() - tick,
+                )
             target += 1
             result.bound = float(target)
     finally:

@@ -36,7 +36,9 @@ class LayeredProblem:
     array (G, size), cell permutations that map rules to rules (identity first); for
     `min_moves` and `solve` they must map the set of starts and the set of goals each to
     itself. starts, goals: tuples of bitboards (Python ints). question: see the module
-    docstring. memory: bytes the search may keep.
+    docstring. memory: bytes the search may keep. stars: whether the Merson bound counts
+    the stars (`merson_regions`; False: the corners and edge pairs alone, the bound of
+    the engine before, kept for benchmarks/peg_bench.py).
     """
 
     size: int
@@ -46,6 +48,7 @@ class LayeredProblem:
     goals: tuple[int, ...]
     question: Literal["solve", "min_moves", "reachable"] = "min_moves"
     memory: int = MEMORY
+    stars: bool = True
     tables: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -122,37 +125,74 @@ def key_of(board: int, maps: np.ndarray) -> int:
     return best
 
 
-def merson_regions(rules: np.ndarray, size: int) -> tuple[int, list[int]]:
-    """(singles, pairs): the Merson regions of the rules as bitboards. A region is a set
-    of cells that no rule jumps over from outside it into outside it (no (a, b, c) with
-    b inside, a and c outside); when a region is full at a move boundary, the first
-    change to it is the first jump of a move that starts in it (a token cannot have
-    landed in the full region). singles: the cells never jumped over (the corners of a
-    triangle); pairs: two cells forming a region (adjacent holes along an edge), in
-    order, for a greedy packing. Source: the Merson regions of J. D. Beasley, "The Ins
-    and Outs of Peg Solitaire" (1985), used for move counts by G. I. Bell, "Solving
-    Triangular Peg Solitaire", JIS 11 (2008) 08.4.8."""
+def merson_regions(rules: np.ndarray, size: int) -> tuple[int, list[int], list[int]]:
+    """(singles, pairs, stars): the Merson regions of the rules as bitboards. A region
+    is a set of cells that no rule jumps over from outside it into outside it (no
+    (a, b, c) with b inside, a and c outside); when a region is full at a move boundary,
+    the first change to it is the first jump of a move that starts in it (a token cannot
+    have landed in the full region). singles: the cells never jumped over (the corners
+    of a triangle); pairs: two cells forming a region (adjacent holes along an edge), in
+    order, for a greedy packing; stars: a cell with every cell next to it on its lines,
+    kept when it is a region holding no pair (the 7-hole hexagons of the triangle's
+    interior, from T_7 on: 1 on T_7, 3 on T_8, 6 on T_9, 10 on T_10; they overlap).
+    Source: the Merson regions of J. D. Beasley, "The Ins and Outs of Peg Solitaire"
+    (1985), used for move counts by G. I. Bell, "Solving Triangular Peg Solitaire", JIS
+    11 (2008) 08.4.8, and as the A* heuristic of G. I. Bell, "Diagonal Peg Solitaire",
+    INTEGERS 7 (2007) G01."""
     cells = {int(x) for rule in rules for x in rule}
     over: dict[int, list[tuple[int, int]]] = {}
     for a, b, c in rules:
         over.setdefault(int(b), []).append((int(a), int(c)))
+
+    def closed(region: int) -> bool:
+        inside = [x for x in range(size) if region >> x & 1]
+        return all(region >> a & 1 or region >> c & 1 for x in inside for a, c in over.get(x, ()))
+
     singles = [x for x in sorted(cells) if x not in over]
     pairs = []
     for x in sorted(over):
         for y in sorted(over):
-            if y > x and all(a in (x, y) or c in (x, y) for a, c in over[x] + over[y]):
+            if y > x and closed((1 << x) | (1 << y)):
                 pairs.append((1 << x) | (1 << y))
-    return sum(1 << x for x in singles), pairs
+    stars: list[int] = []
+    for b in sorted(over):
+        star = reduce(or_, (1 << a | 1 << c for a, c in over[b]), 1 << b)
+        if star not in stars and closed(star) and not any(star & p == p for p in pairs):
+            stars.append(star)
+    return sum(1 << x for x in singles), pairs, stars[:MAX_STARS]
+
+
+#: The most stars whose hitting sets are tabulated (2^MAX_STARS entries).
+MAX_STARS = 12
+
+
+def hitting_sets(stars: list[int], size: int) -> np.ndarray:
+    """cover[mask]: the fewest cells that meet every star of `mask` (bit i: stars[i]),
+    by a dynamic programme over the masks (uint64, shape (2^len(stars),)). Moves start
+    on one cell each, so the full stars of a board need at least cover[full] moves."""
+    holding = [sum(1 << i for i, star in enumerate(stars) if star >> x & 1) for x in range(size)]
+    holding = [h for h in holding if h]
+    cover = np.zeros(1 << len(stars), np.uint64)
+    for mask in range(1, len(cover)):
+        low = mask & -mask
+        cover[mask] = 1 + min(int(cover[mask & ~h]) for h in holding if h & low)
+    return cover
 
 
 def prune_table(problem: LayeredProblem, kind: int) -> np.ndarray:
     """The `prune` array of `expand` for one side: kind 1 (forward: full regions need
     a move each, less those a goal may keep full), kind 2 (backward: regions not full
-    were changed by a move each since the start, less those a start may not fill)."""
+    were changed by a move each since the start, less those a start may not fill).
+    Layout (uint64): kind, less, singles, the number of pairs, the pairs, the number of
+    stars, the stars, their `hitting_sets` (see `kernels.regions_bound`). A goal's one
+    token keeps at most one region full (a single; stars and pairs need more), and a
+    start's one empty cell lies in regions that one extra move would all meet, so
+    `less` is at most 1 on one-token goals and one-vacancy starts."""
     name = f"prune{kind}"
     if name not in problem.tables:
-        singles, pairs = merson_regions(problem.rules, problem.size)
-        paired = reduce(or_, pairs, 0)  # the union: pairs share cells (T_5 and larger)
+        singles, pairs, stars = merson_regions(problem.rules, problem.size)
+        stars = stars if problem.stars else []
+        paired = reduce(or_, pairs + stars, 0)  # the union: pairs share cells (T_5 on)
         cells = singles | paired
         if kind == 1:
             less = max(
@@ -161,14 +201,15 @@ def prune_table(problem: LayeredProblem, kind: int) -> np.ndarray:
         else:
             full = (1 << problem.size) - 1
             less = max((full & ~s & cells).bit_count() for s in problem.starts)
-        problem.tables[name] = _frozen(np.array([kind, less, singles, *pairs], np.uint64))
+        cover = hitting_sets(stars, problem.size)
+        table = [kind, less, singles, len(pairs), *pairs, len(stars), *stars, *cover]
+        problem.tables[name] = _frozen(np.array(table, np.uint64))
     return problem.tables[name]
 
 
 def bound_of(board: int, prune: np.ndarray) -> int:
     """`regions_bound` of one board, in Python."""
-    full = bool(prune[0] == 1)
-    return int(regions_bound(np.uint64(board), prune[2], prune[3:], full, int(prune[1])))
+    return int(regions_bound(np.uint64(board), prune))
 
 
 def invariants(rules: np.ndarray, size: int) -> np.ndarray:

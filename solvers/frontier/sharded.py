@@ -31,6 +31,7 @@ import json
 import math
 import os
 import socket
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from .kernels import board_keys, difference, distinct, expand, member
-from .layers import CHUNK, walk
+from .layers import CHUNK, sample_cost, walk
 from .problem import (
     MEMORY,
     LayeredProblem,
@@ -54,6 +55,8 @@ from .problem import (
 
 #: Positions sampled to estimate the cost of expanding a layer (see `moves._Side.cost`).
 SAMPLE = 512
+#: Positions expanded between two looks at the clock (`expand_part`, `merge_part`).
+BOARDS = 1 << 12
 _HASH = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -162,10 +165,15 @@ def seed(run: ShardedRun, target: int) -> None:
         _write_json(run.layer(target, side, 0).with_suffix(".json"), {"keys": len(keys)})
 
 
-def expand_part(run: ShardedRun, target: int, side: str, d: int, i: int) -> int:
+def expand_part(
+    run: ShardedRun, target: int, side: str, d: int, i: int, deadline: float = math.inf
+) -> int | None:
     """Expand shard i of layer d of `side` (pruned against `target`) and write its
     children by owner as buckets of layer d + 1, one file per chunk and owner. Returns
-    the children written. Re-running it rewrites the same buckets."""
+    the children written, or None when the wall-clock time `deadline` (`time.time()`)
+    passed first (checked every `BOARDS` positions: within about a second; the buckets
+    written so far are rewritten by the next run). Re-running it rewrites the same
+    buckets."""
     tables, prune = _side_tables(run, side)
     maps = key_tables(run.problem)
     shard = run.layer(target, side, d) / f"s{i}.npy"
@@ -175,20 +183,26 @@ def expand_part(run: ShardedRun, target: int, side: str, d: int, i: int) -> int:
     buffer = np.empty(CHUNK, np.uint64)
     ptr, order, fot, cond, nxt = tables
     room = target - (d + 1)
-    at, made, chunk = 0, 0, 0
+    at, made, chunk, written = 0, 0, 0, 0
     while at < len(frontier):
-        written, following = expand(
-            frontier, at, ptr, order, fot, cond, nxt, maps, True, buffer, prune, room
-        )
-        if following == at and not written:  # one board's children overflow the buffer
+        if time.time() > deadline:
+            return None
+        more, following, _ = expand(
+            frontier[: at + BOARDS], at, ptr, order, fot, cond, nxt, maps, True,
+            buffer[written:], prune, room,
+        )  # fmt: skip
+        stuck = following == at and not more  # the next board's children do not fit
+        at, written = following, written + more
+        if stuck and not written:  # nor in an empty buffer
             buffer = np.empty(2 * len(buffer), np.uint64)
             continue
-        at, made = following, made + written
-        part = distinct(buffer[:written])
-        where = owner(part, run.shards)
-        for j in range(run.shards):
-            _save(inbox / f"{i}-{j}-{chunk}.npy", part[where == j])
-        chunk += 1
+        if stuck or written >= len(buffer) // 2 or at == len(frontier):
+            made += written
+            part = distinct(buffer[:written])
+            where = owner(part, run.shards)
+            for j in range(run.shards):
+                _save(inbox / f"{i}-{j}-{chunk}.npy", part[where == j])
+            chunk, written = chunk + 1, 0
     return made
 
 
@@ -198,22 +212,35 @@ def _levels(run: ShardedRun, target: int, side: str, j: int, upto: int):
         yield d, np.load(run.layer(target, side, d) / f"s{j}.npy", mmap_mode="r")
 
 
-def merge_part(run: ShardedRun, target: int, side: str, d: int, j: int, other: int) -> dict:
+def merge_part(
+    run: ShardedRun, target: int, side: str, d: int, j: int, other: int,
+    deadline: float = math.inf,
+) -> dict | None:  # fmt: skip
     """Shard j of layer d of `side`: the keys sent to j, less those in shard j of the
     side's layers 0..d - 1, written as `sj.npy`; then looked up in shard j of layers
     0..other - 1 of the other side. Returns {"keys": n, "met": None or [key, distance in
-    the other side]}."""
+    the other side]}, or None when the wall-clock time `deadline` (`time.time()`) passed
+    between two of its steps (the layer's manifest is then never written: a re-run
+    redoes the layer)."""
     folder = run.layer(target, side, d)
     files = sorted((folder / "in").glob(f"*-{j}-*.npy"))
     _within(run, files, 0, f"merging shard {j} of {folder}")
-    parts = [np.load(f) for f in files]
+    parts = []
+    for f in files:
+        if time.time() > deadline:
+            return None
+        parts.append(np.load(f))
     layer = distinct(np.concatenate(parts)) if parts else np.empty(0, np.uint64)
     del parts
     for _, level in _levels(run, target, side, j, d):
+        if time.time() > deadline:
+            return None
         layer = difference(layer, np.asarray(level))
     _save(folder / f"s{j}.npy", layer)
     met = None
     for e, level in _levels(run, target, "f" if side == "b" else "b", j, other):
+        if time.time() > deadline:
+            return None
         hit = np.flatnonzero(member(layer, np.asarray(level)))
         if len(hit):
             met = [int(layer[hit[0]]), e]
@@ -240,14 +267,8 @@ def _cost(run: ShardedRun, target: int, side: str, d: int, size: int) -> float:
         shard = np.load(run.layer(target, side, d) / f"s{j}.npy", mmap_mode="r")
         sample.append(np.array(shard[:: max(1, len(shard) // per)][:per]))
     keys = np.concatenate(sample)
-    (ptr, order, fot, cond, nxt), prune = _side_tables(run, side)
-    buffer = np.empty(1 << 20, np.uint64)
-    room = target - (d + 1)
-    maps = key_tables(run.problem)
-    made, done = expand(keys, 0, ptr, order, fot, cond, nxt, maps, True, buffer, prune, room)
-    if done == 0:  # one position's children overflow the buffer: grow the other side
-        return math.inf
-    return (made + done) * size / done
+    tables, _ = _side_tables(run, side)
+    return sample_cost(keys, size, tables, key_tables(run.problem))
 
 
 @contextmanager
