@@ -75,7 +75,11 @@ class _Side:
         return sample_cost(sample, len(frontier), self.tables, self.maps)
 
     def fill(self, budget: Budget, boards, at: int, buffer, room: int):
-        """`layers.fill` with this side's moves, keys and pruning against `room`."""
+        """`layers.fill` with this side's moves, keys and pruning against `room`, never
+        past the node limit (every caller expands through here: a layer, a look ahead)."""
+        budget.check()  # a spent node limit stops here, before an empty slice
+        if budget.limits.node_limit is not None:  # stop at the node limit exactly
+            boards = boards[: at + budget.limits.node_limit - budget.nodes]
         return fill(budget, boards, at, buffer, self.tables, self.maps, self.prune, room)
 
     def kept(self) -> int:
@@ -98,11 +102,8 @@ def _grow(
     while at < len(frontier):
         budget.check(kept + buffer.nbytes + 2 * sum(x.nbytes for x in runs))
         tick = time.perf_counter()
-        stop = len(frontier)
-        if budget.limits.node_limit is not None:  # stop at the node limit exactly
-            stop = min(stop, at + budget.limits.node_limit - budget.nodes)
         room = side.target - len(side.levels)  # the moves left after this one
-        buffer, written, at = side.fill(budget, frontier[:stop], at, buffer, room)
+        buffer, written, at = side.fill(budget, frontier, at, buffer, room)
         made += written
         tock = time.perf_counter()
         part = distinct(buffer[:written])
