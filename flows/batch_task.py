@@ -16,7 +16,7 @@ from puzzlesweep import __version__, catalog
 from puzzlesweep.flows.batches import Batch
 from puzzlesweep.flows.cluster import batch_children, report_to, worker_identity
 from puzzlesweep.isolate import Children
-from puzzlesweep.solve import empty_row, solve_classes
+from puzzlesweep.solve import SolveRequest, solve_classes
 
 
 @dataclass(frozen=True)
@@ -52,15 +52,7 @@ def solve_batch(
     report = report_to(topic, batch.number)
 
     def solve_canonical(canonical: Instance) -> dict:
-        request = {
-            "family": batch.family,
-            "params": canonical.params.model_dump(),
-            "solver": batch.solver,
-            "time_limit": batch.limits.time_limit,
-            "node_limit": batch.limits.node_limit,
-            "count": batch.count,
-        }
-        return {**empty_row(canonical, batch.solver, batch.limits), **child.solve(request)}
+        return child.solve(SolveRequest(canonical, batch.solver, batch.limits, batch.count))
 
     with batch_children(children) as held, held.lease(memory_limit or worker_memory) as child:
         rows = solve_classes(batch.instances(), solve_canonical, report)

@@ -38,14 +38,13 @@ from puzzlesweep.flows.submit import submit_all
 from puzzlesweep.isolate import Children
 from puzzlesweep.proof import (
     PROBE_FIELDS,
+    PartRequest,
     Proof,
     best_row,
     build,
     combined_row,
     cutoff_for,
-    failed_row,
     is_done,
-    part_request,
     replace_limits,
     start_row,
     stored,
@@ -84,11 +83,9 @@ def solve_part(
     cannot be written (Prefect retries twice) and isolate.Interrupted when the solver
     was stopped from outside (not retried, nothing written)."""
     worker, worker_memory = worker_identity()
-    request = part_request(proof, index, cutoff, limits, run_id)
+    request = PartRequest(proof, index, cutoff, limits, run_id)
     with batch_children(children) as held, held.lease(memory_limit or worker_memory) as child:
         row = child.solve(request)
-    if "sweep" not in row:  # the child died or was killed: a row that proves nothing
-        row = failed_row(request, row)
     row["worker"] = worker
     write_row(path, proof, row, "probe" if index is None else f"{index:05d}")
     return row

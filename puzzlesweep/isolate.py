@@ -24,10 +24,12 @@ puzzlesweep.isolate`) and the worker only waits:
   SIGHUP raises `Interrupted` in the worker: its instance is not done, which is not an
   `error` row.
 
-Protocol: one JSON object per line each way. Request: {"family", "params", "solver",
-"time_limit", "node_limit", "count" (optional, false by default)}; reply: the row of
-`solve_instance` with datetimes as ISO text. A request that also holds "proof" is one part
-(or the probe) of a split proof (`proof.part_request`), answered with its row.
+Protocol: one typed request crosses the process boundary and one row comes back. A
+`Request` (an instance's `solve.SolveRequest`, or a split proof's `proof.PartRequest`)
+goes as its `wire()` form, one JSON object per line; the child rebuilds it
+(`of_wire`), solves it and replies with its whole row (datetimes as ISO text), or with
+{"failure": {...}} when the solver ran out of memory; the row of a failure (that, a
+crash, a kill past the time limit) is built once, by the request's `failed`, here.
 The child dies with its parent (PR_SET_PDEATHSIG), so a SIGKILLed worker leaves nothing.
 
 Roads not taken: a `multiprocessing` pool (Dask worker processes are daemonic and may not
@@ -45,7 +47,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 #: Seconds past an instance's time limit before its child is killed: model building
 #: and verification are outside the solvers' clocks, and the machine may be loaded.
@@ -63,6 +65,16 @@ STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: person, so a SIGKILL never names the limit.
 NEAR_LIMIT = 0.5
 ALLOCATION_DEATHS = (signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS)
+
+
+class Request(Protocol):
+    """What a child solves: `wire()`, its JSON form (with "time_limit" in seconds), and
+    `failed(failure)`, its whole row when the solve failed ({"status", "error",
+    "solve_seconds", "started_at", "finished_at"}: no solution, no numbers)."""
+
+    def wire(self) -> dict[str, Any]: ...
+
+    def failed(self, failure: dict[str, Any]) -> dict[str, Any]: ...
 
 
 class Interrupted(RuntimeError):
@@ -134,38 +146,39 @@ class Child:
         """The running child's process id, or None before the first instance."""
         return self.process.pid if self.process and self.process.poll() is None else None
 
-    def solve(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Solve one instance (a request dict, see the module docstring) in the child;
-        returns the row. Raises nothing for failures inside the child, except
-        `Interrupted` when someone stopped the child (SIGINT, SIGTERM, SIGHUP)."""
+    def solve(self, request: Request) -> dict[str, Any]:
+        """Solve one `Request` in the child; returns its whole row. Raises nothing for
+        failures inside the child (the request's `failed` row says what happened),
+        except `Interrupted` when someone stopped the child (SIGINT, SIGTERM, SIGHUP)."""
         self.start()
         process = self.process
+        wire = request.wire()
         started = time.time()
-        deadline = time.monotonic() + float(request["time_limit"]) + self.grace
+        deadline = time.monotonic() + float(wire["time_limit"]) + self.grace
         try:
-            process.stdin.write(json.dumps(request) + "\n")
+            process.stdin.write(json.dumps(wire) + "\n")
             process.stdin.flush()
         except (BrokenPipeError, OSError):
             pass  # the child died already; the read below finds out how
         line, ended = self._read_line(process, deadline)
         if line:
-            return _decode(json.loads(line))
+            reply = json.loads(line)
+            return (
+                request.failed(_decode(reply["failure"])) if "failure" in reply else _decode(reply)
+            )
         seconds = time.time() - started
         code = self._reap(process, 10.0 if ended else 0.0)
         if code is None:  # still running past its deadline: kill it
             process.kill()
             self._reap(process, None)
-            return _failed(
-                request,
-                "time_limit",
+            message = (
                 f"killed after {seconds:.1f} s: the solver did not stop at its time limit "
-                f"of {request['time_limit']} s",
-                started,
-                seconds,
+                f"of {wire['time_limit']} s"
             )
+            return request.failed(_failure("time_limit", message, started, seconds))
         if code < 0 and -code in STOPPING:
             raise Interrupted(f"the solver process was stopped by {signal.Signals(-code).name}")
-        return _failed(request, "error", self.death(code), started, seconds)
+        return request.failed(_failure("error", self.death(code), started, seconds))
 
     def death(self, code: int) -> str:
         """Why the child ended with exit `code` (negative: the signal), as one line:
@@ -219,18 +232,15 @@ class Child:
         self.process = None
 
 
-def _failed(
-    request: dict, status: str, message: str, started: float, seconds: float
-) -> dict[str, Any]:
-    """The row of an instance whose child was killed or died: no solution, no numbers."""
+def _failure(status: str, message: str, started: float, seconds: float) -> dict[str, Any]:
+    """What a failed solve says (`Request.failed` makes the row): `status`, the error
+    `message`, and its times (`started`: a `time.time()`; `seconds` it took)."""
     return {
         "status": status,
         "error": message,
         "solve_seconds": seconds,
         "started_at": datetime.fromtimestamp(started, UTC),
         "finished_at": datetime.now(UTC),
-        **dict.fromkeys(("objective", "bound", "gap", "nodes", "solution", "verified")),
-        **{k: request[k] for k in ("family", "solver", "time_limit", "node_limit")},
     }
 
 
@@ -325,56 +335,29 @@ def serve(memory_limit: int | None) -> None:
         import resource
 
         resource.setrlimit(resource.RLIMIT_DATA, (memory_limit, memory_limit))
-    from puzzlesweep import proof
-    from puzzlesweep.solve import empty_row
+    from puzzlesweep.proof import PartRequest
+    from puzzlesweep.solve import SolveRequest
 
     out = sys.stdout
     sys.stdout = sys.stderr  # nothing a solver prints may corrupt the replies
     out.write("ready\n")
     out.flush()
     for line in sys.stdin:
-        request = json.loads(line)
-        started, out_of_memory = time.perf_counter(), False
+        data = json.loads(line)
+        started, out_of_memory = time.time(), False
         try:
-            row = proof.solve_request(request) if "proof" in request else _solve(request)
+            request = (PartRequest if "proof" in data else SolveRequest).of_wire(data)
+            reply = request.solve()
         except MemoryError:  # met again while the row was made, the model's frames alive
             out_of_memory = True
         if out_of_memory:  # those frames, and the memory they held, are gone by now
-            row = {"status": "error", "error": "MemoryError", "finished_at": datetime.now(UTC)}
-            row["solve_seconds"] = time.perf_counter() - started
-            if "proof" not in request:  # a part's row is made by the worker (`failed_row`)
-                row = {**empty_row(_instance(request), request["solver"], _limits(request)), **row}
+            failure = _failure("error", "MemoryError", started, time.time() - started)
+            reply = {"failure": failure}
+        row = reply.get("failure", reply)
         if memory_limit is not None and (row["error"] or "").startswith("MemoryError"):
             row["error"] = f"memory limit {mib(memory_limit)} exceeded: {row['error']}"
-        out.write(json.dumps(row, default=_iso) + "\n")
+        out.write(json.dumps(reply, default=_iso) + "\n")
         out.flush()
-
-
-def _instance(request: dict):
-    """The `puzzles.Instance` of an instance's request (raises ValidationError)."""
-    from puzzlesweep import puzzles
-    from puzzlesweep.core import make_params
-    from puzzlesweep.puzzles import Instance
-
-    family = puzzles.get(request["family"])
-    return Instance(request["family"], make_params(family.Params, request["params"]))
-
-
-def _limits(request: dict):
-    """The `solvers.Limits` of a request."""
-    from puzzlesweep.solvers import Limits
-
-    return Limits(request["time_limit"], request["node_limit"])
-
-
-def _solve(request: dict) -> dict[str, Any]:
-    """The row of an instance's request (`solve.solve_instance`)."""
-    from puzzlesweep.solve import solve_instance
-
-    limits = _limits(request)
-    return solve_instance(
-        _instance(request), request["solver"], limits, request.get("count", False)
-    )
 
 
 def _iso(value: Any) -> str:

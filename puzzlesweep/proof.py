@@ -30,6 +30,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
+from typing import Any
 
 from puzzlesweep import __version__, catalog, citation, puzzles
 from puzzlesweep.core import BadInput, make_params
@@ -196,51 +197,51 @@ def _part_row(proof: Proof, built, index, cutoff, limits: Limits, run_id: str, f
     return row
 
 
-def part_request(
-    proof: Proof, index: int | None, cutoff: float | None, limits: Limits, run_id: str
-) -> dict:
-    """The JSON request that solves part `index` of `proof` (None: the probe) in a solver
-    child process (`puzzlesweep.isolate`); it names the family, solver and limits as an
-    instance's request does, so a child that dies still gives a row (`failed_row`)."""
-    return {
-        "family": proof.family,
-        "solver": proof.solver,
-        "time_limit": limits.time_limit,
-        "node_limit": limits.node_limit,
-        "proof": asdict(proof),
-        "index": index,
-        "cutoff": cutoff,
-        "run_id": run_id,
-    }
+@dataclass(frozen=True)
+class PartRequest:
+    """Part `index` of `proof` (None: the probe) to solve in a solver process under
+    `limits`, objective <= `cutoff` when given, its row under `run_id` (an
+    `isolate.Request`). `failed(failure)`: its row when the solver process failed
+    (status and times, no solution, no bound: the part's lower limit is −inf)."""
 
+    proof: Proof
+    index: int | None
+    cutoff: float | None
+    limits: Limits
+    run_id: str
 
-def _from_request(request: dict) -> tuple[Proof, Limits]:
-    """The attempt and the limits of a `part_request`."""
-    fields = request["proof"]
-    proof = Proof(**{**fields, "limits": Limits(**fields["limits"])})
-    return proof, replace(proof.limits, time_limit=request["time_limit"])
+    def wire(self) -> dict[str, Any]:
+        """{"proof", "index", "cutoff", "time_limit" (s), "run_id"}."""
+        return {
+            "proof": asdict(self.proof),
+            "index": self.index,
+            "cutoff": self.cutoff,
+            "time_limit": self.limits.time_limit,
+            "run_id": self.run_id,
+        }
 
+    @classmethod
+    def of_wire(cls, data: dict[str, Any]) -> "PartRequest":
+        """The request whose `wire()` is `data`."""
+        fields = data["proof"]
+        proof = Proof(**{**fields, "limits": Limits(**fields["limits"])})
+        limits = replace(proof.limits, time_limit=data["time_limit"])
+        return cls(proof, data["index"], data["cutoff"], limits, data["run_id"])
 
-def solve_request(request: dict) -> dict:
-    """The row of a `part_request`: `solve_one`, or `solve_whole` for the probe. Raises
-    what they raise (MemoryError under the child's memory limit)."""
-    proof, limits = _from_request(request)
-    if request["index"] is None:
-        return solve_whole(proof, limits, request["run_id"])
-    return solve_one(proof, request["index"], request["cutoff"], limits, request["run_id"])
+    def solve(self) -> dict:
+        """Its row, solved here."""
+        if self.index is None:
+            return solve_whole(self.proof, self.limits, self.run_id)
+        return solve_one(self.proof, self.index, self.cutoff, self.limits, self.run_id)
 
-
-def failed_row(request: dict, failure: dict) -> dict:
-    """The row of a `part_request` whose solver child died, was killed past its time
-    limit or ran out of memory: `failure`'s status (`error` or `time_limit`), error and
-    times, no solution and no bound, so a part's lower limit is −inf (nothing proven)."""
-    proof, limits = _from_request(request)
-    keep = ("status", "error", "solve_seconds", "started_at", "finished_at")
-    fields = {key: failure[key] for key in keep if key in failure}
-    built, index, run_id = build(proof), request["index"], request["run_id"]
-    if index is None:
-        return _whole_row(proof, built[0], limits, run_id, fields)
-    return _part_row(proof, built, index, request["cutoff"], limits, run_id, fields)
+    def failed(self, failure: dict[str, Any]) -> dict:
+        """Its row when the solve failed (see the class)."""
+        keep = ("status", "error", "solve_seconds", "started_at", "finished_at")
+        fields = {key: failure[key] for key in keep if key in failure}
+        built, limits = build(self.proof), self.limits
+        if self.index is None:
+            return _whole_row(self.proof, built[0], limits, self.run_id, fields)
+        return _part_row(self.proof, built, self.index, self.cutoff, limits, self.run_id, fields)
 
 
 def json_number(value: float) -> float | str:

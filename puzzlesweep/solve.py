@@ -15,12 +15,12 @@ import socket
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from puzzlesweep import puzzles
-from puzzlesweep.core import BadInput, InvalidSolution, whole
+from puzzlesweep.core import BadInput, InvalidSolution, make_params, whole
 from puzzlesweep.puzzles import Instance
 from puzzlesweep.solvers import Limits, SolverResult
 
@@ -105,6 +105,48 @@ def mip_engine(solver: str):
 
         return scip
     raise BadInput(f"{solver!r} is not a MIP solver ({', '.join(MIP_SOLVERS)})")
+
+
+@dataclass(frozen=True)
+class SolveRequest:
+    """One instance to solve in a solver process (`isolate.Child.solve`): the
+    `instance`, the engine or search `solver` (a name of `families`' solvers), its
+    `limits`, and whether to `count` solutions. `wire()` is its JSON form across the
+    process boundary and `of_wire` its inverse (raises ValidationError for bad params,
+    KeyError for an unknown family); `solve()` its row (`solve_instance`); `failed` its
+    row when the solver process failed (`isolate.Request`)."""
+
+    instance: Instance
+    solver: str
+    limits: Limits
+    count: bool = False
+
+    def wire(self) -> dict[str, Any]:
+        """{"family", "params", "solver", "time_limit" (s), "node_limit", "count"}."""
+        return {
+            "family": self.instance.family,
+            "params": self.instance.params.model_dump(),
+            "solver": self.solver,
+            "time_limit": self.limits.time_limit,
+            "node_limit": self.limits.node_limit,
+            "count": self.count,
+        }
+
+    @classmethod
+    def of_wire(cls, data: dict[str, Any]) -> "SolveRequest":
+        """The request whose `wire()` is `data`."""
+        params = make_params(puzzles.get(data["family"]).Params, data["params"])
+        limits = Limits(data["time_limit"], data["node_limit"])
+        return cls(Instance(data["family"], params), data["solver"], limits, data["count"])
+
+    def solve(self) -> dict[str, Any]:
+        """Its row, solved and verified here (`solve_instance`)."""
+        return solve_instance(self.instance, self.solver, self.limits, self.count)
+
+    def failed(self, failure: dict[str, Any]) -> dict[str, Any]:
+        """Its row when the solve failed: `empty_row` with `failure`'s status, error
+        and times."""
+        return {**empty_row(self.instance, self.solver, self.limits), **failure}
 
 
 def empty_row(instance: Instance, solver: str, limits: Limits) -> dict[str, Any]:

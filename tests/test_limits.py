@@ -10,19 +10,22 @@ import time
 
 import pytest
 
+from puzzlesweep import puzzles
+from puzzlesweep.core import make_params
 from puzzlesweep.isolate import MIN_MEMORY, Child
+from puzzlesweep.puzzles import Instance
+from puzzlesweep.solve import SolveRequest
+from puzzlesweep.solvers import Limits
 
 from .conftest import limit_held
 
 
-def request(family: str, params: dict, solver: str, time_limit: float, node_limit=None) -> dict:
-    return {
-        "family": family,
-        "params": params,
-        "solver": solver,
-        "time_limit": time_limit,
-        "node_limit": node_limit,
-    }
+def request(
+    family: str, params: dict, solver: str, time_limit: float, node_limit=None
+) -> SolveRequest:
+    """The typed request a worker sends its child for one instance."""
+    instance = Instance(family, make_params(puzzles.get(family).Params, params))
+    return SolveRequest(instance, solver, Limits(time_limit, node_limit))
 
 
 KING_3X3 = request("domination", {"piece": "king", "rows": 3, "cols": 3}, "highs", 10)

@@ -119,22 +119,14 @@ def _check_picture(picture: str) -> None:
 def _solve_in_child(instance, chosen: str, limits, count: bool, memory) -> dict:
     """Solve `instance` in a `puzzlesweep.isolate.Child` under `memory` and the limits.
 
-    Returns the result row; a killed or crashed child answers only some fields, so the
-    rest keep `empty_row`'s values. Ctrl-C exits 130 with nothing solved."""
+    Returns the result row (a killed or crashed child's says why: `SolveRequest.failed`).
+    Ctrl-C exits 130 with nothing solved."""
     from puzzlesweep.isolate import Child, Interrupted
-    from puzzlesweep.solve import empty_row
+    from puzzlesweep.solve import SolveRequest
 
     child = Child(memory, grace=SOLVE_GRACE)
-    request = {
-        "family": instance.family,
-        "params": instance.params.model_dump(),
-        "solver": chosen,
-        "time_limit": limits.time_limit,
-        "node_limit": limits.node_limit,
-        "count": count,
-    }
     try:
-        return {**empty_row(instance, chosen, limits), **child.solve(request)}
+        return child.solve(SolveRequest(instance, chosen, limits, count))
     except (KeyboardInterrupt, Interrupted):
         raise fail("interrupted: nothing solved", 130) from None
     finally:
