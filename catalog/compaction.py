@@ -5,9 +5,17 @@ row is ever counted twice. Apart from `maintenance` (check, repair), which it sh
 the damaged-file test and the lease with.
 """
 
-from puzzlesweep.catalog.maintenance import damaged_files
+from puzzlesweep.catalog.files import damaged_files
 from puzzlesweep.catalog.runs import lease
-from puzzlesweep.catalog.store import RESULTS, RUNS, CatalogDamaged, Location, locate, open_table
+from puzzlesweep.catalog.store import (
+    RESULTS,
+    RUNS,
+    CatalogDamaged,
+    Location,
+    exists,
+    locate,
+    open_table,
+)
 from puzzlesweep.core import BadInput
 
 #: `runs` keeps the files of its versions of the last hour even with `--retain-hours 0`:
@@ -26,8 +34,6 @@ def compact(catalog, retain_hours: int = 168) -> dict:
     whose row the `runs` table keeps. Raises BadInput for a missing catalog or while
     another maintenance command holds the lease, CatalogDamaged for a data file that
     cannot be read (nothing is changed then)."""
-    from puzzlesweep.catalog import exists
-
     location = locate(catalog)
     if not exists(location):
         raise BadInput(f"catalog {location.uri} does not exist")

@@ -1,4 +1,4 @@
-"""Reading a catalog of the old layout and migrating it (`migrate`, for `catalog migrate`).
+"""Reading a catalog of the old layout, for `catalog migrate` (`reverify.migrate`).
 
 The old layout under the root:
 
@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from puzzlesweep.catalog.store import locate
 from puzzlesweep.core import BadInput
 
 
@@ -49,54 +48,29 @@ def visible_files(root: str) -> list[tuple[str, str]]:
 
 
 def manifests(root: str) -> list[dict]:
-    """The run manifest rows under `root/_runs`, as dicts."""
+    """The run manifest rows under `root/_runs`, as dicts of `runs` columns (its last
+    heartbeat: when it finished, else when it started)."""
     rows = []
     for path in sorted((Path(root) / "_runs").glob("run-*.parquet")):
         rows.extend(pq.read_table(path).to_pylist())
+    for run in rows:
+        run["heartbeat_at"] = run.get("finished_at") or run.get("started_at")
     return rows
 
 
-def migrate(source, target) -> dict:
-    """Copy the catalog of the old layout at `source` (a local directory) into a new
-    catalog at `target` (which must not hold anything yet): every visible result row,
-    re-verified from its solution (`verified` and `error` say what the check found now),
-    and every run manifest. One commit per old file, with application transactions, so
-    an interrupted migration run again copies only what is missing. Returns {"rows",
-    "files", "runs", "failed" (rows whose re-check failed)}. Raises BadInput for a
-    source of another layout or a target that already holds something."""
-    from puzzlesweep import puzzles
-    from puzzlesweep.catalog import check_writable, prepare, write_batch, write_run
-    from puzzlesweep.solve import recheck
+def new_row(family: str, row: dict) -> dict:
+    """Old result `row` (a dict of one file's columns, parameters among them) of
+    `family` with the columns the new layout adds: `family`, `params_key` (the
+    `instance_key` where the old file had none), `equivalent` (false when absent)."""
+    return {
+        **row,
+        "family": family,
+        "params_key": row.get("params_key") or row["instance_key"],
+        "equivalent": bool(row.get("equivalent")),
+    }
 
-    old = locate(source)
-    if not old.local:
-        raise BadInput(f"migrate reads a local directory, not {old.uri}")
-    new = check_writable(target)  # a catalog already (an interrupted migration) is fine
-    files = visible_files(old.uri)
-    report = {"rows": 0, "files": len(files), "runs": 0, "failed": 0}
-    families = sorted({family for family, _ in files})
-    unknown = [f for f in families if f not in puzzles.FAMILIES]
-    if unknown:
-        raise BadInput(f"{old.uri}: unknown families {', '.join(unknown)}")
-    prepare(new, [puzzles.get(f).Params for f in families])
-    for family, path in files:
-        model = puzzles.get(family).Params
-        rows = pq.read_table(path).to_pylist()
-        for row in rows:
-            row["family"] = family
-            row.setdefault("params_key", None)
-            row["params_key"] = row["params_key"] or row["instance_key"]
-            row["equivalent"] = bool(row.get("equivalent"))
-            if row.get("solution") is not None:
-                why = recheck(family, row)
-                row["verified"] = why is None
-                row["error"] = row.get("error") if why is None else f"migration re-check: {why}"
-                report["failed"] += why is not None
-            row["params"] = {name: row.pop(name, None) for name in model.model_fields}
-        write_batch(new, model, rows, app_id=f"migrate-{posixpath.basename(path)}")
-        report["rows"] += len(rows)
-    for run in manifests(old.uri):
-        run["heartbeat_at"] = run.get("finished_at") or run.get("started_at")
-        write_run(new, run)
-        report["runs"] += 1
-    return report
+
+def app_id(path: str) -> str:
+    """The application transaction id of the commit that copies old file `path`: a
+    migration run again skips the files it copied."""
+    return f"migrate-{posixpath.basename(path)}"

@@ -10,7 +10,6 @@ and vacuums, `legacy.migrate` copies the old layout).
 """
 
 import json
-import os
 import posixpath
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,9 +17,10 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from puzzlesweep.catalog.files import damaged_files, lost_log_files, orphaned_files
+from puzzlesweep.catalog.read import dataset, query
 from puzzlesweep.catalog.runs import lease
 from puzzlesweep.catalog.store import (
     KEYS,
@@ -29,8 +29,8 @@ from puzzlesweep.catalog.store import (
     Location,
     commits,
     damaged_commits,
+    exists,
     filesystem,
-    is_table,
     locate,
     move,
     open_table,
@@ -53,35 +53,6 @@ class Problem:
     message: str
 
 
-def _data_files(table) -> list[str]:
-    """The data files of `table`'s current version, relative to the table root."""
-    actions = pa.table(table.get_add_actions(flatten=True))
-    return sorted(unquote(path) for path in actions.column("path").to_pylist())
-
-
-def damaged_files(location: Location, table, whole: bool = False) -> list[tuple[str, str]]:
-    """(path relative to the catalog root, what is wrong) of every data file of `table`
-    (a results or runs DeltaTable, or None) that is missing or cannot be read: its
-    footer, or with `whole` every page."""
-    if table is None:
-        return []
-    fs = filesystem(location)
-    name = posixpath.basename(table.table_uri.rstrip("/"))
-    found = []
-    for relative in _data_files(table):
-        path = f"{name}/{relative}"
-        try:
-            if whole:
-                pq.read_table(path, filesystem=fs)
-            else:
-                pq.read_metadata(path, filesystem=fs)
-        except FileNotFoundError:
-            found.append((path, "missing"))
-        except (OSError, pa.ArrowException) as exc:
-            found.append((path, str(exc).splitlines()[0][:200]))
-    return found
-
-
 def _commit_message(path: str, number: int) -> str:
     if number == 0:
         return "not a readable Delta commit (truncated or garbled); no version from it on loads"
@@ -95,8 +66,6 @@ def check(catalog) -> list[Problem]:
     unreadable files, then (only when every file reads) a (run, instance, solver,
     limits) stored more than once. Empty: healthy. Raises BadInput for a missing
     catalog."""
-    from puzzlesweep.catalog import exists, query
-
     location = locate(catalog)
     if lost_log := lost_log_files(location):
         why = "no transaction log refers to it (results/_delta_log is lost)"
@@ -184,18 +153,7 @@ def repair(catalog) -> dict:
         report["duplicates"] = _remove_duplicates(location)
         if report["duplicates"] or rebuilt:
             report["version"] = open_table(location, RESULTS).version()
-        report["failed"] = _reverify(location) if rebuilt else []
     return report
-
-
-def lost_log_files(location: Location) -> list[str]:
-    """The data files of `results` (relative to the catalog root) when its transaction
-    log is lost (no `results/_delta_log`); empty otherwise."""
-    if is_table(location, RESULTS):
-        return []
-    if location.local and not os.path.isdir(location.table(RESULTS)):
-        return []  # (delta-rs's storage layer refuses a directory that does not exist)
-    return orphaned_files(location)
 
 
 def _rebuild(location: Location) -> "Rebuilt | None":
@@ -205,26 +163,6 @@ def _rebuild(location: Location) -> "Rebuilt | None":
 
     files = lost_log_files(location)
     return rebuild(location, files) if files else None
-
-
-def _reverify(location: Location) -> list[tuple[str, str]]:
-    """(params_key, why) of every row of `results` whose stored solution fails its
-    family's verifier now."""
-    from puzzlesweep import puzzles
-    from puzzlesweep.catalog.read import snapshot
-    from puzzlesweep.solve import recheck
-
-    failed = []
-    with snapshot(location) as shot:
-        for family in puzzles.FAMILIES:
-            columns, rows = shot.query(
-                "SELECT * FROM results WHERE family = ? AND solution IS NOT NULL", [family]
-            )
-            for values in rows:
-                row = dict(zip(columns, values, strict=True))
-                if (why := recheck(family, row)) is not None:
-                    failed.append((row["params_key"], why))
-    return failed
 
 
 def _set_aside_commits(location: Location) -> tuple[list[str], str]:
@@ -237,37 +175,10 @@ def _set_aside_commits(location: Location) -> tuple[list[str], str]:
     return moved, folder
 
 
-def orphaned_files(location: Location) -> list[str]:
-    """The data files under `results/` (paths relative to the catalog root) that no
-    readable commit adds or removes and the table (if it loads) does not hold: rows
-    whose commit was lost or set aside. Raises OSError from the storage."""
-    fs = filesystem(location)
-    selector = pafs.FileSelector(RESULTS, recursive=True, allow_not_found=True)
-    on_disk = {
-        info.path
-        for info in fs.get_file_info(selector)
-        if info.type == pafs.FileType.File
-        and info.base_name.endswith(".parquet")
-        and "_delta_log" not in info.path
-    }
-    known = {
-        f"{RESULTS}/{unquote(action[kind]['path'])}"
-        for actions in commits(location, RESULTS).values()
-        for action in actions
-        for kind in ("add", "remove")
-        if kind in action
-    }
-    table = open_table(location, RESULTS)
-    current = {f"{RESULTS}/{p}" for p in _data_files(table)} if table is not None else set()
-    return sorted(on_disk - known - current)
-
-
 def _orphaned_keys(location: Location) -> list[str]:
     """The params keys of the rows in `orphaned_files` that the table does not hold
     (for the same solver and limits): what a re-run must solve again."""
     import duckdb
-
-    from puzzlesweep.catalog.read import dataset
 
     fs = filesystem(location)
     columns = ["params_key", "solver", "time_limit", "node_limit"]
@@ -319,8 +230,6 @@ def _remove_duplicates(location: Location) -> int:
     commit (a predicate overwrite of those partitions). Returns the rows removed."""
     import duckdb
     from deltalake import CommitProperties, write_deltalake
-
-    from puzzlesweep.catalog.read import dataset
 
     table = open_table(location, RESULTS)
     with duckdb.connect() as connection:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from puzzlesweep.catalog.runs import MAINTENANCE
+from puzzlesweep.catalog.files import damaged_files, lost_log_files, missing_files
+from puzzlesweep.catalog.runs import LOST_AFTER_SECONDS, MAINTENANCE
 from puzzlesweep.catalog.schema import COMMON_COLUMNS, RUN_SCHEMA
 from puzzlesweep.catalog.store import (
     RESULTS,
@@ -25,14 +26,10 @@ from puzzlesweep.catalog.store import (
     locate,
     open_table,
 )
-from puzzlesweep.catalog.versions import missing_files, readable_versions
+from puzzlesweep.catalog.versions import open_as_of, readable_versions
 from puzzlesweep.core import DONE_KEY, FINAL, BadInput, DoneKey
 
 CatalogLike = str | Path | Location
-
-#: Seconds without a heartbeat after which a `running` run reads `lost` (a run writes
-#: one every `runs.HEARTBEAT_SECONDS`).
-LOST_AFTER_SECONDS = 90
 
 LATEST = f"""
 SELECT * FROM results
@@ -63,7 +60,7 @@ class Snapshot:
         import duckdb
 
         self.location = location
-        self.results = open_table(location, RESULTS, as_of)
+        self.results = open_as_of(location, RESULTS, as_of)
         if self.results is None:
             refuse_lost_log(location)
         elif as_of is not None and missing_files(location, self.results):
@@ -127,8 +124,6 @@ class Snapshot:
         try:
             yield
         except (OSError, pa.ArrowException, duckdb.Error) as exc:
-            from puzzlesweep.catalog.maintenance import damaged_files
-
             if not damaged_files(self.location, self.results):
                 if isinstance(exc, duckdb.Error):
                     raise BadInput(f"query failed: {exc}") from None
@@ -211,8 +206,6 @@ def snapshot(catalog: CatalogLike, as_of: int | str | None = None) -> Snapshot:
 def refuse_lost_log(location: Location) -> None:
     """Raise CatalogDamaged when `results` has data files but no transaction log: the
     catalog is not empty, its rows are unreachable until `catalog repair` rebuilds it."""
-    from puzzlesweep.catalog.maintenance import lost_log_files
-
     if files := lost_log_files(location):
         raise CatalogDamaged(
             f"catalog {location.uri}: results has {len(files)} data files but no "

@@ -77,7 +77,7 @@ class Rebuilt:
 
 def rebuild(location: Location, files: list[str]) -> Rebuilt:
     """Make `results` a Delta table again from `files` (its data files, relative to
-    the catalog root, found without a log: `maintenance.lost_log_files`), as the module
+    the catalog root, found without a log: `files.lost_log_files`), as the module
     docstring says. Raises OSError from the storage (a full disk, say): the files that
     were read stay where they are until the new table is committed."""
     done = Rebuilt(folder=f"damaged/rebuilt-{datetime.now(UTC):%Y%m%dT%H%M%S}")

@@ -14,6 +14,7 @@ solve and store every instance twice).
 import os
 import random
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -21,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import pyarrow as pa
@@ -37,6 +39,9 @@ from puzzlesweep.catalog.store import (
 )
 
 HEARTBEAT_SECONDS = 20.0
+#: Seconds without a heartbeat after which a `running` run reads `lost` (the `runs`
+#: view of `read`, and `live_runs`).
+LOST_AFTER_SECONDS = 90
 #: The `sweep` of the rows that maintenance commands (compact, repair) write in `runs`
 #: while they hold the catalog's maintenance lease (`lease`).
 MAINTENANCE = "catalog-maintenance"
@@ -47,15 +52,33 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def _version(package: str) -> str:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return ""
+
+
+def software_versions() -> dict[str, str]:
+    """The versions a run records: puzzlesweep, HiGHS (highspy), Prefect, Dask,
+    distributed and Python."""
+    return {
+        "puzzlesweep_version": _version("puzzlesweep"),
+        "highs_version": _version("highspy"),
+        "prefect_version": _version("prefect"),
+        "dask_version": _version("dask"),
+        "distributed_version": _version("distributed"),
+        "python_version": sys.version.split()[0],
+    }
+
+
 def write_run(catalog, run: dict[str, Any], metadata: dict[str, str] | None = None) -> None:
     """Write (or replace) the row of run `run["run_id"]` in `runs`, in one commit whose
     commit info carries `metadata`. Missing columns are filled in: versions, host, pid,
     schema_version, `heartbeat_at` (now), else null. Raises ValueError for a column
     `runs` does not have."""
-    from puzzlesweep.catalog import versions
-
     row = {
-        **versions(),
+        **software_versions(),
         "host": socket.gethostname(),
         "pid": os.getpid(),
         "schema_version": SCHEMA_VERSION,
@@ -100,8 +123,6 @@ def live_runs(catalog, sweep: str) -> list[dict]:
     heartbeat younger than `catalog.LOST_AFTER_SECONDS`, and, on this host, a process
     that is still there. A run of this host whose process is gone is recorded as `lost`
     at once (its heartbeat would say so only later)."""
-    from puzzlesweep.catalog import LOST_AFTER_SECONDS
-
     cutoff = datetime.now(UTC) - timedelta(seconds=LOST_AFTER_SECONDS)
     rows = _rows(
         catalog,

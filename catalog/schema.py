@@ -16,8 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from puzzlesweep import solvers
-from puzzlesweep.core import whole
+from puzzlesweep.core import STATUSES, whole
 
 #: Bump when a column changes meaning or type; readers see it in every row. 5: objective
 #: and bound are int64 (a table made before keeps its double columns, and the integral
@@ -65,7 +64,6 @@ COMMON_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("inequivalent", pa.int64()),
 ]
 COMMON_NAMES = {name for name, _ in COMMON_COLUMNS}
-STATUSES = solvers.STATUSES  # one closed vocabulary, the solvers'
 
 #: What a run's `state` can be. `lost` is never written by the run itself: readers show a
 #: `running` row whose heartbeat stopped as lost (`catalog.runs`).

@@ -34,7 +34,6 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -171,15 +170,11 @@ def is_table(location: Location, name: str) -> bool:
         return DeltaTable.is_deltatable(location.table(name), location.storage_options)
 
 
-def open_table(location: Location, name: str, version: "int | str | datetime | None" = None):
-    """The DeltaTable `name` at its latest version, at `version` (an int), or as it was
-    at a time (an ISO 8601 string or a datetime; naive means UTC): the last version
-    committed at or before it, by the commit times `catalog history` shows
-    (`versions.version_at`). None when
-    the table does not exist. Raises BadInput for a table of another tool
-    (`schema.refuse_foreign`), a version the table does not have or a time before its first
-    commit, CatalogDamaged (naming the file) when the latest
-    version cannot be loaded."""
+def open_table(location: Location, name: str):
+    """The DeltaTable `name` at its latest version (`versions.open_as_of` opens an
+    earlier one), or None when the table does not exist. Raises BadInput for a table of
+    another tool (`schema.refuse_foreign`), CatalogDamaged (naming the file) when the
+    latest version cannot be loaded."""
     from deltalake import DeltaTable
     from deltalake.exceptions import DeltaError, TableNotFoundError
 
@@ -202,17 +197,6 @@ def open_table(location: Location, name: str, version: "int | str | datetime | N
     from puzzlesweep.catalog.schema import refuse_foreign
 
     refuse_foreign(location.uri, name, table.schema().to_arrow().names)
-    if version is None:
-        return table
-    from puzzlesweep.catalog.versions import version_at  # time travel only when asked
-
-    number = version_at(location, name, table.version(), version)
-    try:
-        table.load_as_version(number)
-    except (DeltaError, ValueError) as exc:
-        raise BadInput(
-            f"catalog {location.uri}: {name} has no version {number}: {first_line(exc)}"
-        ) from None
     return table
 
 

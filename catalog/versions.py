@@ -4,14 +4,30 @@ versions can still be read (`readable_versions`: a vacuum deletes the data files
 oldest ones). Apart from `store`, which opens and writes the tables.
 """
 
-import posixpath
 from datetime import UTC, datetime
 
-import pyarrow as pa
-import pyarrow.fs as pafs
-
-from puzzlesweep.catalog.store import Location, commits, filesystem, open_table
+from puzzlesweep.catalog.files import missing_files
+from puzzlesweep.catalog.store import Location, commits, first_line, open_table
 from puzzlesweep.core import BadInput
+
+
+def open_as_of(location: Location, name: str, when: "int | str | datetime | None"):
+    """The DeltaTable `name` as it was at `when` (`version_at`; None: its latest
+    version), or None when the table does not exist. Raises BadInput as `version_at`
+    does, or for a version delta-rs cannot load; CatalogDamaged as `store.open_table`."""
+    from deltalake.exceptions import DeltaError
+
+    table = open_table(location, name)
+    if table is None or when is None:
+        return table
+    number = version_at(location, name, table.version(), when)
+    try:
+        table.load_as_version(number)
+    except (DeltaError, ValueError) as exc:
+        raise BadInput(
+            f"catalog {location.uri}: {name} has no version {number}: {first_line(exc)}"
+        ) from None
+    return table
 
 
 def version_at(location: Location, name: str, latest: int, when: "int | str | datetime") -> int:
@@ -48,18 +64,6 @@ def version_at(location: Location, name: str, latest: int, when: "int | str | da
             f"UTC; its first commit is version {first}{at}"
         )
     return max(before)
-
-
-def missing_files(location: Location, table) -> list[str]:
-    """The data files of `table`'s loaded version (relative to the catalog root) that
-    are no longer in the storage (deleted by a vacuum, or lost)."""
-    from urllib.parse import unquote
-
-    name = posixpath.basename(table.table_uri.rstrip("/"))
-    actions = pa.table(table.get_add_actions(flatten=True))
-    paths = [f"{name}/{unquote(p)}" for p in actions.column("path").to_pylist()]
-    infos = filesystem(location).get_file_info(paths)
-    return [info.path for info in infos if info.type == pafs.FileType.NotFound]
 
 
 def readable_versions(location: Location, name: str) -> tuple[int, int] | None:

@@ -12,7 +12,8 @@ workers never contend on the Delta log and never wait on the API. Kept apart fro
 import time
 from dataclasses import dataclass
 
-from puzzlesweep import __version__, catalog
+from puzzlesweep import catalog
+from puzzlesweep.core import VERSION
 from puzzlesweep.flows.batches import Batch
 from puzzlesweep.flows.cluster import batch_children, report_to, worker_identity
 from puzzlesweep.isolate import Children
@@ -61,7 +62,7 @@ def solve_batch(
             run_id=batch.run_id,
             sweep=batch.sweep,
             worker=worker,
-            puzzlesweep_version=__version__,
+            puzzlesweep_version=VERSION,
             schema_version=catalog.SCHEMA_VERSION,
         )
     return BatchResult(rows, worker, time.perf_counter() - started)

@@ -85,13 +85,14 @@ class DaskPool:
 
 
 @contextmanager
-def started_cluster(settings, width: int, work: str = "batches") -> Iterator:
+def started_cluster(
+    settings, width: int, work: str = "batches"
+) -> Iterator[tuple[str, str | None, int, "DaskPool"]]:
     """The cluster of `settings` (a `RunSettings`): the scheduler at its `address`, or a
     LocalCluster of `width` workers started here, readied for their `work`
-    (`settings.Work`); yields its `settings.Started`, closes what it started. Raises
-    BadInput for a scheduler that does not answer."""
-    from puzzlesweep.flows.settings import Started
-
+    (`settings.Work`); yields (scheduler address, dashboard URL or None, workers now,
+    its `DaskPool`), closes what it started. Raises BadInput for a scheduler that does
+    not answer."""
     tasks = work == "parts"
     cluster = dask_cluster(
         settings.address, width, settings.dashboard_address, settings.connect_timeout, tasks
@@ -107,7 +108,7 @@ def started_cluster(settings, width: int, work: str = "batches") -> Iterator:
                     client.submit(warm_worker, memory, workers=[w], pure=False) for w in workers
                 ]
                 fire_and_forget(warm)
-            yield Started(scheduler, dashboard, found, DaskPool(client), None)
+            yield scheduler, dashboard, found, DaskPool(client)
         finally:
             client.close()
 

@@ -115,8 +115,8 @@ class RunSettings(BaseModel):
             return
         from puzzlesweep.flows.cluster import started_cluster
 
-        with started_cluster(self, width, work) as started:
-            yield started
+        with started_cluster(self, width, work) as (scheduler, dashboard, workers, pool):
+            yield Started(scheduler, dashboard, workers, pool, None)
 
     @contextmanager
     def start_with_api(

@@ -31,7 +31,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from puzzlesweep import catalog
-from puzzlesweep.core import BadInput
+from puzzlesweep.core import VERSION, BadInput
 from puzzlesweep.flows.cluster import connect, on_every_part, worker_identity
 from puzzlesweep.flows.run_record import RunRecord, manifest, recorded
 from puzzlesweep.flows.settings import RunSettings
@@ -307,7 +307,6 @@ def write_row(catalog_path: str, family, p, report: dict, wall_seconds, manifest
     commit, under the run id and sweep of the run's `manifest`; False (nothing written)
     when a row of the same answer under the same limit is there already (a re-run of a
     finished search). Raises as `catalog.write_batch`."""
-    from puzzlesweep import __version__
 
     row = catalog_row(family, p, report, wall_seconds, manifest["started_at"])
     if catalog.exists(catalog_path) and catalog.files(catalog_path):
@@ -315,6 +314,6 @@ def write_row(catalog_path: str, family, p, report: dict, wall_seconds, manifest
         if catalog.query(catalog_path, SAME_ANSWER, [row[k] for k in keys])[1][0][0]:
             return False
     run_id = manifest["run_id"]
-    row.update(run_id=run_id, sweep=manifest["sweep"], puzzlesweep_version=__version__)
+    row.update(run_id=run_id, sweep=manifest["sweep"], puzzlesweep_version=VERSION)
     row["schema_version"] = catalog.SCHEMA_VERSION
     return catalog.write_batch(catalog_path, family.Params, [row], f"{run_id}-search")

@@ -40,7 +40,7 @@ from puzzlesweep.core import InvalidSolution
 from puzzlesweep.core import Params as _Params
 from puzzlesweep.puzzles import _box
 from puzzlesweep.puzzles._partitions import count_splits, splits
-from puzzlesweep.solvers.highs import MipModel
+from puzzlesweep.solvers.mip import MipModel
 
 NAME = "monochromatic_lines"
 SOLVERS = ("auto", "highs", "scip")

@@ -2,7 +2,9 @@
 
 import os
 
-__version__ = "0.1.0"
+from puzzlesweep.core import VERSION as __version__
+
+__all__ = ["QUIET_DEFAULTS", "__version__", "set_quiet_defaults", "sweep"]
 
 #: Offline, quiet defaults for Prefect and Dask, to be set before either is imported (any
 #: can be overridden in the environment): no telemetry, a start-up timeout above the 23 s

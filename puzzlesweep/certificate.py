@@ -27,7 +27,7 @@ cover every case up to its symmetries (`solvers.split.covers`); each part's lowe
 from its status, dual bound and cutoff (`solvers.split.part_lower`), none above the
 part's own objective; that the claim asks no more than the parts (and the probe's
 bound) prove; that the solution verifies with the claimed objective by the family's
-verifier. `load` first checks every field's type (statuses from `solvers.STATUSES`,
+verifier. `load` first checks every field's type (statuses from `core.STATUSES`,
 JSON numbers that are finite and at most 1e15). With `resolve_seconds`, every part
 that claims a lower limit is solved again (`recheck.resolve_part`): any solution found
 inside it below the claim refutes it, whatever the engine's final status.
@@ -41,9 +41,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
-from puzzlesweep import __version__, citation, puzzles
+from puzzlesweep import citation, puzzles
 from puzzlesweep.citation import UnusableCitation
-from puzzlesweep.core import BadInput
+from puzzlesweep.core import STATUSES, VERSION, BadInput
 from puzzlesweep.proof import (
     Proof,
     build,
@@ -52,7 +52,7 @@ from puzzlesweep.proof import (
     stored,
 )
 from puzzlesweep.recheck import resolve_part, solution_problems
-from puzzlesweep.solvers import STATUSES, Limits
+from puzzlesweep.solvers import Limits
 from puzzlesweep.solvers import split as splitting
 
 FORMAT = "puzzlesweep-certificate/2"
@@ -161,7 +161,7 @@ def export(catalog_path: str, proof: Proof) -> dict:
         )
     return {
         "format": FORMAT,
-        "puzzlesweep_version": __version__,
+        "puzzlesweep_version": VERSION,
         "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "family": proof.family,
         "params": proof.instance.params.model_dump(),

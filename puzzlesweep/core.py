@@ -18,6 +18,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+#: The version of puzzlesweep that a run and a certificate record (`puzzlesweep.__version__`).
+VERSION = "0.1.0"
+
+#: The closed status vocabulary of every result (docs/catalog.md, columns; the catalog's
+#: per-status counts). `feasible` (an incumbent without proof and without a limit) is
+#: part of the vocabulary, though no solver here reports it: a limit is always the reason.
+STATUSES = ("optimal", "feasible", "infeasible", "time_limit", "node_limit", "error")
+
 #: The result columns that name one job's result: the instance's own params (an
 #: equivalent instance is a row of its own), the engine and the limits. A job whose key
 #: has a stored row of a final status (`FINAL`) is done; a re-run skips it.

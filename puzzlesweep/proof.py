@@ -32,8 +32,8 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from puzzlesweep import __version__, catalog, citation, puzzles
-from puzzlesweep.core import BadInput, make_params
+from puzzlesweep import catalog, citation, puzzles
+from puzzlesweep.core import VERSION, BadInput, make_params
 from puzzlesweep.puzzles import Instance
 from puzzlesweep.solve import MIP_SOLVERS, empty_row, mip_engine, result_fields, verified_fields
 from puzzlesweep.solvers import Limits, highs, lookahead, relative_gap, symmetry
@@ -259,7 +259,7 @@ def write_row(catalog_path: str, proof: Proof, row: dict, label: str) -> bool:
     and `label` (a part's index, "probe" or "combined": a retried task writes nothing
     twice). Returns False when it was already written."""
     family = puzzles.get(proof.family)
-    row = {**row, "puzzlesweep_version": __version__, "schema_version": catalog.SCHEMA_VERSION}
+    row = {**row, "puzzlesweep_version": VERSION, "schema_version": catalog.SCHEMA_VERSION}
     return catalog.write_batch(catalog_path, family.Params, [row], f"{row['run_id']}-{label}")
 
 

@@ -347,24 +347,6 @@ def solve_instance(
     return solve_instances([instance], solver, limits, count)[0]
 
 
-def recheck(family_name: str, row: dict[str, Any]) -> str | None:
-    """Re-verify one stored result from its catalog columns alone: rebuild the params from
-    the family's parameter columns, decode `solution`, run the family's verifier and
-    compare with `objective`. Returns None when it holds, else why it fails (a bad
-    parameter, an undecodable text, a broken rule, or a different objective)."""
-    family = puzzles.get(family_name)
-    raw = {name: row.get(name) for name in family.Params.model_fields}
-    try:
-        params = family.Params.model_validate(raw)
-    except ValueError as exc:
-        return f"parameters do not validate: {exc}"
-    try:
-        solution = family.decode(row["solution"])
-    except (ValueError, IndexError) as exc:
-        return f"solution text does not decode: {exc}"
-    return verified_fields(family, params, solution, row.get("objective"))["error"]
-
-
 def canonical_instance(instance: Instance) -> Instance:
     """The canonical form of `instance` (the family's `canonical(params)`): the one
     instance a batch solves for a whole class of equivalent instances."""

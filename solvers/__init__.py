@@ -3,18 +3,13 @@
 `highs` and `scip` solve a plain sparse MIP (`MipModel`); `frontier` answers questions
 about a layered search over bitboards with jump rules (`frontier.LayeredProblem`: peg
 solitaire on any board). All take the same `Limits` and return the same
-`SolverResult`, whose `status` is one word of the closed vocabulary `STATUSES`. Nothing
+`SolverResult`, whose `status` is one word of the closed vocabulary `core.STATUSES`. Nothing
 here imports a family, Prefect or Dask.
 """
 
 import math
 from dataclasses import dataclass, field
 from typing import Any
-
-#: The closed status vocabulary of every result (docs/catalog.md, columns; the catalog's
-#: per-status counts). `feasible` (an incumbent without proof and without a limit) is
-#: part of the vocabulary, though no solver here reports it: a limit is always the reason.
-STATUSES = ("optimal", "feasible", "infeasible", "time_limit", "node_limit", "error")
 
 
 @dataclass(frozen=True)
@@ -45,7 +40,7 @@ class Limits:
 class SolverResult:
     """What a solver reports, whatever it solved.
 
-    status: one of STATUSES. objective: the incumbent's value, or None without one.
+    status: one of `core.STATUSES`. objective: the incumbent's value, or None without one.
     bound: the proven dual bound (a lower bound, as every model here minimises), or None.
     gap: relative gap |objective - bound| / max(|objective|, 1e-9), or None.
     nodes: branch-and-bound nodes or expanded search states (a count).

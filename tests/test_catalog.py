@@ -18,7 +18,8 @@ import pytest
 from deltalake import DeltaTable
 from typer.testing import CliRunner
 
-from puzzlesweep import catalog, puzzles
+from puzzlesweep import catalog, puzzles, reverify
+from puzzlesweep.catalog import write
 from puzzlesweep.cli import app
 from puzzlesweep.core import make_params
 from puzzlesweep.puzzles import Instance
@@ -125,7 +126,7 @@ def test_rows_are_typed_partitioned_and_committed_once(tmp_path, rows):
     assert _write(tmp_path, rows[1], "r2-00000") is True
     store = catalog.locate(tmp_path)
     table = pa.Table.from_pylist(
-        catalog._flat([rows[1]]), schema=catalog.schema(puzzles.get("domination").Params)
+        write._flat([rows[1]]), schema=catalog.schema(puzzles.get("domination").Params)
     )
     from deltalake import CommitProperties, Transaction, write_deltalake
     from deltalake.exceptions import CommitFailedError
@@ -334,7 +335,7 @@ def test_migrate_copies_and_reverifies_every_row_of_the_old_layout(tmp_path, row
     assert "migration re-check: verifier recomputed 11" in error
     assert catalog.read_run(new, "r1")["planned"] == 6
     # again: application transactions skip what is there
-    assert catalog.migrate(old, new)["rows"] == 6
+    assert reverify.migrate(old, new)["rows"] == 6
     assert catalog.query(new, "SELECT count(*) FROM results")[1] == [(6,)]
     # a target that is something else is refused with one line, nothing written
     other = tmp_path / "other"

@@ -71,3 +71,99 @@ def test_dask_is_imported_in_one_module():
         else:
             elsewhere += [f"{name}:{line} imports {module}" for line, module in imports]
     assert elsewhere == []
+
+
+#: pyproject.toml's package-dir: the directory of each part of the `puzzlesweep` package.
+PACKAGE_DIRS = {
+    "puzzlesweep": "puzzlesweep",
+    "puzzles": "puzzlesweep.puzzles",
+    "solvers": "puzzlesweep.solvers",
+    "catalog": "puzzlesweep.catalog",
+    "flows": "puzzlesweep.flows",
+}
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the package by its dotted name (a package by its own name)."""
+    found = {}
+    for directory, package in PACKAGE_DIRS.items():
+        for path in (ROOT / directory).rglob("*.py"):
+            parts = [package, *path.relative_to(ROOT / directory).with_suffix("").parts]
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+    """The nodes of `tree` outside `if TYPE_CHECKING:` blocks (an annotation is not an
+    import at run time), imports inside functions included."""
+    skipped = {
+        id(child)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING"
+        for statement in node.body
+        for child in ast.walk(statement)
+    }
+    return [node for node in ast.walk(tree) if id(node) not in skipped]
+
+
+def _imported(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The modules of the package that module `name` (at `path`) imports, at any depth:
+    `from a import b` names module a.b when there is one, else a."""
+
+    def known(dotted: str) -> str:
+        while dotted not in modules:
+            dotted = dotted.rpartition(".")[0]
+        return dotted
+
+    found = set()
+    for node in _runtime_nodes(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found |= {known(a.name) for a in node.names if a.name.startswith("puzzlesweep")}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = name.split(".")[: None if path.name == "__init__.py" else -1]
+                base = ".".join(package[: len(package) - node.level + 1] + [base] * bool(base))
+            if base.startswith("puzzlesweep"):
+                found |= {
+                    f"{base}.{a.name}" if f"{base}.{a.name}" in modules else known(base)
+                    for a in node.names
+                }
+    return found - {name}
+
+
+def _import_graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imported(name, path, modules) for name, path in modules.items()}
+
+
+def test_the_catalog_imports_nothing_above_core():
+    # the catalog is a leaf: it stores and reads rows and knows no family, engine or flow
+    graph = _import_graph()
+    catalog = {name for name in graph if name.startswith("puzzlesweep.catalog")}
+    assert len(catalog) > 8  # its modules were found
+    above = ("puzzlesweep.solve", "puzzlesweep.puzzles", "puzzlesweep.solvers", "puzzlesweep.flows")
+    wrong = sorted(
+        f"{name} imports {other}"
+        for name in catalog
+        for other in graph[name]
+        if other.startswith(above) or other == "puzzlesweep"
+    )
+    assert wrong == []
+
+
+def test_no_import_cycle_in_the_package():
+    graph = _import_graph()
+    assert "puzzlesweep.flows.sweep" in graph["puzzlesweep"]  # the package's facade was read
+    cycles = []
+    for start in sorted(graph):  # a cycle is a path from a module back to itself
+        seen, frontier = set(), [(start, (start,))]
+        while frontier:
+            name, path = frontier.pop()
+            for other in sorted(graph[name]):
+                if other == start:
+                    cycles.append(" -> ".join((*path, start)))
+                elif other not in seen:
+                    seen.add(other)
+                    frontier.append((other, (*path, other)))
+    assert cycles == []

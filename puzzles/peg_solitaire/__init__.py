@@ -75,12 +75,15 @@ module for rules, engine and drawings (they change for different reasons: a new
 question, a faster engine, a clearer figure).
 """
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from puzzlesweep.core import InvalidSolution
 from puzzlesweep.core import Params as _Params
+from puzzlesweep.solvers.frontier import LayeredProblem
 
 from .board import (
     DIRECTIONS,
@@ -97,7 +100,8 @@ from .board import (
     symmetries,
 )
 from .draw import picture, render
-from .engine import from_search, min_moves_search, ordered_jumps, problem, search, verify_any_start
+from .engine import from_search, ordered_jumps, problem, search
+from .enumeration import exhaustive
 
 __all__ = [
     "NAME",
@@ -243,64 +247,6 @@ def from_canonical(p: Params, solution: Solution) -> Solution:
     return jumps(solution)
 
 
-def exhaustive(p: Params) -> tuple[float | None, Solution | None]:
-    """The answer to `p.question` by a second, independent method: a layered enumeration
-    of exact positions (board, hole the last jump landed on), keeping for each the fewest
-    moves and one parent; no symmetry, no pruning. Returns (objective, solution) as the
-    search would, (None, None) when `solve` or `min_moves` has no solution.
-
-    Raises ValueError for side > 6 (the enumeration is for small boards)."""
-    if p.side > 6:
-        raise ValueError("exhaustive enumeration is for side <= 6")
-    size = holes(p.side)
-    _, jumps = geometry(p.side)
-    target = p.finish_hole
-    start = start_board(p.side, p.start - 1)
-    layer: dict[tuple[int, int], tuple[int, tuple | None, Jump | None]] = {
-        (start, -1): (0, None, None)
-    }
-    history = [layer]
-    counts = [1]
-    while True:
-        following: dict = {}
-        for state, (cost, _, _) in layer.items():
-            board, last = state
-            for f, o, t in jumps:
-                if board >> f & 1 and board >> o & 1 and not board >> t & 1:
-                    child = (play(board, (f, o, t)), t)
-                    value = cost + (f != last)
-                    if child not in following or value < following[child][0]:
-                        following[child] = (value, state, (f, o, t))
-        if not following:
-            break
-        history.append(following)
-        counts.append(len({board for board, _ in following}))
-        layer = following
-
-    def path(depth: int, state) -> tuple[Jump, ...]:
-        found = []
-        while depth > 0:
-            _, state, jump = history[depth][state]
-            found.append(jump)
-            depth -= 1
-        return tuple(found[::-1])
-
-    depth = size - 2  # one peg left after T - 2 jumps
-    goals = {} if depth >= len(history) else history[depth]
-    ends = {}  # hole -> (fewest moves, state)
-    for state, (cost, _, _) in goals.items():
-        hole = state[0].bit_length() - 1
-        if (target is None or hole == target) and (hole not in ends or cost < ends[hole][0]):
-            ends[hole] = (cost, state)
-    if p.question == "reachable":
-        finishes = tuple((h, path(depth, ends[h][1])) for h in sorted(ends))
-        return float(len(ends)), Reachable(tuple(counts), finishes)
-    if not ends:
-        return None, None
-    cost, state = min(ends.values())
-    return (1.0 if p.question == "solve" else float(cost)), path(depth, state)
-
-
 def details(p: Params, solution: Solution) -> dict:
     """Extra fields for the CLI's `--json`: for `reachable`, {"layers": positions after
     0, 1, ... jumps, "finishing_holes": 1-based holes}; otherwise {"moves": the move list,
@@ -396,3 +342,34 @@ def decode(text: str) -> Solution:
         (fr, fc), (tr, tc) = places[f], places[t]
         jumps.append((f, places.index(((fr + tr) // 2, (fc + tc) // 2)), t))
     return tuple(jumps)
+
+
+def verify_any_start(side: int, solution: tuple[Jump, ...]) -> int:
+    """The family's `verify` of a `min_moves` solution of T_side from the hole its first
+    jump lands in, the last peg anywhere (the all-starts question of OEIS A127500, which
+    `problem` poses with every hole a start); returns the moves. Raises InvalidSolution
+    as `verify` (an empty solution: too many pegs are left)."""
+    start = solution[0][2] + 1 if solution else 1
+    return verify(Params(side=side, start=start, question="min_moves"), tuple(solution))
+
+
+def min_moves_search(values: dict) -> tuple[LayeredProblem, Callable[[list], int], "Params | None"]:
+    """The fewest-moves question that a search sharded over a cluster answers
+    (`flows.shard`), from command-line params: `side` and `start` (a hole, or `all`: every
+    one-vacancy start at once, the last peg anywhere: OEIS A127500, G. I. Bell, "Solving
+    Triangular Peg Solitaire", JIS 11 (2008) 08.4.8), optional `finish` and `question`
+    (only `min_moves`). Returns (the engine's problem, `verify(path)` → the moves of the
+    engine's path of rules, replayed by the family's `verify`, the instance's Params or
+    None for every start). Raises ValueError (pydantic's ValidationError for a bad value)
+    naming the parameter."""
+    if values.get("question", "min_moves") != "min_moves":
+        raise ValueError(f"question: a sharded search answers min_moves, not {values['question']}")
+    if str(values.get("start")) != "all":
+        p = Params.model_validate({**values, "question": "min_moves"})
+        return search(p), lambda path: verify(p, from_search(p, tuple(path))), p
+    if extra := sorted(set(values) - {"side", "start", "question"}):
+        raise ValueError(f"start=all asks for every start with the last peg anywhere: "
+                         f"drop {', '.join(extra)}")  # fmt: skip
+    side = Params.model_validate({"side": values.get("side"), "start": 1}).side
+    starts = list(range(holes(side)))
+    return problem(side, starts, None, "min_moves"), partial(verify_any_start, side), None

@@ -6,8 +6,7 @@ depth-first search tries them (`ordered_jumps`), the symmetries that keep the st
 the finish, the start boards and the one-peg goal boards (`problem`).
 """
 
-from collections.abc import Callable
-from functools import lru_cache, partial
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -92,38 +91,3 @@ def from_search(p: "Params", raw) -> Solution:
         if path and g[path[0][2]] == p.start - 1 and (target is None or g[target] == target):
             return tuple((g[f], g[o], g[t]) for f, o, t in path)
     return path
-
-
-def verify_any_start(side: int, solution: tuple[Jump, ...]) -> int:
-    """The family's `verify` of a `min_moves` solution of T_side from the hole its first
-    jump lands in, the last peg anywhere (the all-starts question of OEIS A127500, which
-    `problem` poses with every hole a start); returns the moves. Raises InvalidSolution
-    as `verify` (an empty solution: too many pegs are left)."""
-    from . import Params, verify
-
-    start = solution[0][2] + 1 if solution else 1
-    return verify(Params(side=side, start=start, question="min_moves"), tuple(solution))
-
-
-def min_moves_search(values: dict) -> tuple[LayeredProblem, Callable[[list], int], "Params | None"]:
-    """The fewest-moves question that a search sharded over a cluster answers
-    (`flows.shard`), from command-line params: `side` and `start` (a hole, or `all`: every
-    one-vacancy start at once, the last peg anywhere: OEIS A127500, G. I. Bell, "Solving
-    Triangular Peg Solitaire", JIS 11 (2008) 08.4.8), optional `finish` and `question`
-    (only `min_moves`). Returns (the engine's problem, `verify(path)` → the moves of the
-    engine's path of rules, replayed by the family's `verify`, the instance's Params or
-    None for every start). Raises ValueError (pydantic's ValidationError for a bad value)
-    naming the parameter."""
-    from . import Params, verify
-
-    if values.get("question", "min_moves") != "min_moves":
-        raise ValueError(f"question: a sharded search answers min_moves, not {values['question']}")
-    if str(values.get("start")) != "all":
-        p = Params.model_validate({**values, "question": "min_moves"})
-        return search(p), lambda path: verify(p, from_search(p, tuple(path))), p
-    if extra := sorted(set(values) - {"side", "start", "question"}):
-        raise ValueError(f"start=all asks for every start with the last peg anywhere: "
-                         f"drop {', '.join(extra)}")  # fmt: skip
-    side = Params.model_validate({"side": values.get("side"), "start": 1}).side
-    starts = list(range(holes(side)))
-    return problem(side, starts, None, "min_moves"), partial(verify_any_start, side), None

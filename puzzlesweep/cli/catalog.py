@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from puzzlesweep import catalog
+from puzzlesweep import catalog, reverify
 from puzzlesweep.cli.common import (
     CELL_CHARS,
     INTEGER,
@@ -121,7 +121,7 @@ def catalog_repair(location: CatalogOption = None) -> None:
     run stored twice (keeping one)."""
     location = location or catalog.default_catalog()
     with catalog_errors():
-        report = catalog.repair(location)
+        report = reverify.repair(location)
     if report["version"] is None:
         out.print(
             f"nothing to repair: every data file of {location} reads, no result is stored twice",
@@ -218,7 +218,7 @@ def catalog_migrate(
     """Copy a catalog of the old layout (family=*/ Parquet files, _commits/, _runs/) into
     a new catalog, re-verifying every row; the old directory is left as it was."""
     with catalog_errors():
-        report = catalog.migrate(source, target)
+        report = reverify.migrate(source, target)
     out.print(
         f"{report['rows']} rows from {report['files']} files and {report['runs']} runs "
         f"copied into {target}; {report['failed']} rows failed their re-check",
@@ -232,24 +232,12 @@ def catalog_migrate(
 def catalog_verify(location: CatalogOption = None) -> None:
     """Decode every stored solution and re-check it with its family's verifier, from the
     catalog alone; lists the rows that fail and exits 1 if any does."""
-    from puzzlesweep import puzzles
-    from puzzlesweep.solve import recheck
-
-    checked, failures = 0, []
-    with catalog_errors(), catalog.snapshot(location or catalog.default_catalog()) as shot:
-        for family in puzzles.FAMILIES:
-            columns, rows = shot.query(
-                "SELECT * FROM results WHERE family = ? AND solution IS NOT NULL", [family]
-            )
-            for values in rows:
-                row = dict(zip(columns, values, strict=True))
-                checked += 1
-                if (why := recheck(family, row)) is not None:
-                    failures.append((row["run_id"], family, row["instance_key"], why))
+    with catalog_errors():
+        checked, failures = reverify.verify(location or catalog.default_catalog())
     if failures:
         table = Table("run_id", "family", "instance_key", "why", title="failed re-checks")
-        for failure in failures:
-            table.add_row(*failure)
+        for row, why in failures:
+            table.add_row(row["run_id"], row["family"], row["instance_key"], why)
         out.print(table)
     out.print(f"{checked} solutions re-checked, {len(failures)} failed", highlight=False)
     if failures:
