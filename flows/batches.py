@@ -34,6 +34,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 from puzzlesweep import puzzles
 from puzzlesweep.core import make_params
@@ -95,6 +96,16 @@ class Batch:
         return [Instance(self.family, make_params(model, raw)) for raw in self.params]
 
 
+class Group(NamedTuple):
+    """The jobs a batch may mix: one family, one solver, the same limits and the same
+    `count`. The planner measures seconds per job per group."""
+
+    family: str
+    solver: str
+    limits: Limits
+    count: bool
+
+
 class Planner:
     """Hands out the batches of `jobs` one at a time (`next`: None when every job is
     handed out, or while a group's probes are out), learning from the batches that
@@ -112,29 +123,29 @@ class Planner:
             raise ValueError(f"batch size must be >= 1, got {size}")
         self.run_id, self.sweep, self.size = run_id, sweep, size
         self.workers = max(1, workers)
-        groups: dict[tuple, dict[str, list[Job]]] = {}
+        groups: dict[Group, dict[str, list[Job]]] = {}
         for job in jobs:
-            key = (job.instance.family, job.solver, job.limits, job.count)
+            key = Group(job.instance.family, job.solver, job.limits, job.count)
             groups.setdefault(key, {}).setdefault(job.instance.key, []).append(job)
-        order = sorted(groups, key=lambda key: -key[2].time_limit)
+        order = sorted(groups, key=lambda group: -group.limits.time_limit)
         # classes in instance_key order, a fixed pseudo-random shuffle: a spec lists its
         # small instances first, so in spec order the first batches would measure only
         # those, and the largest would all fall in the last batch and straggle
         self.groups = {key: deque(groups[key][k] for k in sorted(groups[key])) for key in order}
         self.left = {key: sum(map(len, groups[key].values())) for key in order}
-        self.measured: dict[tuple, tuple[float, int]] = {}  # group -> (seconds, jobs)
-        self.probing: dict[tuple, int] = {}  # group -> its probes not reported yet
-        self.out: dict[int, tuple] = {}  # batch number -> its group, until recorded
+        self.measured: dict[Group, tuple[float, int]] = {}  # group -> (seconds, jobs)
+        self.probing: dict[Group, int] = {}  # group -> its probes not reported yet
+        self.out: dict[int, Group] = {}  # batch number -> its group, until recorded
         self.planned = 0
 
-    def per_job(self, group: tuple) -> float | None:
+    def per_job(self, group: Group) -> float | None:
         """The measured seconds per job of `group`, or None before its first report."""
         if group not in self.measured:
             return None
         seconds, jobs = self.measured[group]
         return max(seconds / jobs, 1e-6)
 
-    def batch_size(self, group: tuple) -> int:
+    def batch_size(self, group: Group) -> int:
         """The number of jobs for the next batch of `group` (see the module docstring)."""
         if self.size is not None:
             return self.size
@@ -165,10 +176,10 @@ class Planner:
         while classes and len(chunk) + len(classes[0]) <= size:
             chunk.extend(classes.popleft())
         self.left[chosen] -= len(chunk)
-        family, solver, limits, count = chosen
         params = (job.instance.params.model_dump() for job in chunk)
+        family, solver, limits = chosen.family, chosen.solver, chosen.limits
         batch = Batch.of(
-            self.run_id, self.sweep, family, solver, limits, params, self.planned, count
+            self.run_id, self.sweep, family, solver, limits, params, self.planned, chosen.count
         )
         self.out[batch.number] = chosen
         self.planned += 1
@@ -191,8 +202,8 @@ class Planner:
         per_job = {g: max(seconds / jobs, 1e-6) for g, (seconds, jobs) in measured.items()}
         prior = sum(per_job.values()) / len(per_job)
 
-        def cost(group: tuple) -> float:
-            return per_job[group] if group in per_job else min(prior, group[2].time_limit)
+        def cost(group: Group) -> float:
+            return per_job[group] if group in per_job else min(prior, group.limits.time_limit)
 
         work = sum(left * cost(g) for g, left in dict(self.left).items())
         out, longest = dict(self.out), 0.0
@@ -200,13 +211,13 @@ class Planner:
             group = out.get(number)
             if group is None or not jobs:
                 continue
-            limit_left = max(group[2].time_limit - running, 0.0)
+            limit_left = max(group.limits.time_limit - running, 0.0)
             current = max(cost(group) - running, min(running, limit_left))
             ahead = (jobs - 1) * cost(group) + current
             work, longest = work + ahead, max(longest, ahead)
         return max(work / self.workers, longest)  # one batch runs on one worker
 
-    def _group(self) -> tuple | None:
+    def _group(self) -> Group | None:
         """The group of the next batch (counting it as a probe when it is one), or None."""
         left = [group for group, classes in self.groups.items() if classes]
         if self.size is not None:
@@ -220,7 +231,7 @@ class Planner:
     def record(self, batch: Batch, seconds: float | None) -> None:
         """Learn that `batch` took `seconds` of wall time in its worker (None: it failed,
         which only ends its probe)."""
-        group = (batch.family, batch.solver, batch.limits, batch.count)
+        group = Group(batch.family, batch.solver, batch.limits, batch.count)
         self.out.pop(batch.number, None)
         if self.size is None and group not in self.measured:  # then it was a probe
             self.probing[group] -= 1
