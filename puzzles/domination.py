@@ -20,7 +20,8 @@ stands on it except in the total variant); independent adds the conflicts "attac
 MIP: x[s] = 1 if a piece stands on s; Σ_{s covers t} x[s] >= 1 for every square t;
 independent adds x[s] + x[t] <= 1 for every attacking pair. Region cuts (`region_cuts`):
 Σ x over the squares covering a corner block or border strip R >= γ(R), the fewest
-pieces that cover R, proven by a small MIP: valid because every solution covers R.
+pieces that cover R, the optimum of a small MIP that the engine proves before it solves
+(`solvers.mip.PendingRow`): valid because every solution covers R.
 
 Symmetry: every piece's graph is symmetric under transposing the board, so
 `canonical(p)` puts the shorter side first (8×5 and 5×8 are one instance); the board's
@@ -58,7 +59,7 @@ from puzzlesweep.core import Params as _Params
 from puzzlesweep.puzzles import _box
 from puzzlesweep.puzzles import hitting_set as hs
 from puzzlesweep.puzzles.hitting_set import orbits  # noqa: F401  (part of the module's API)
-from puzzlesweep.solvers.mip import MipModel
+from puzzlesweep.solvers.mip import MipModel, PendingRow
 
 NAME = "domination"
 SOLVERS = ("auto", "highs", "scip")
@@ -205,13 +206,14 @@ def model(
         big = p.rows * p.cols >= REGION_MIN_SQUARES
         regions = big and p.piece == "knight" and p.variant == "dominating"
     rows = [hs.balance(*pair) for pair in symmetry_rows(p.rows, p.cols)] if symmetry else []
-    rows += [hs.at_least(cols, float(least)) for cols, least in region_cuts(p)] if regions else []
     placed = None
     if start and p.variant == "dominating":
         placed = greedy_start(p)
         if symmetry:  # HiGHS silently drops a start that breaks a row
             placed = symmetric_image(p.rows, p.cols, placed)
-    return hs.model(_problem(p), rows, placed)
+    m = hs.model(_problem(p), rows, placed)
+    m.pending = region_cuts(p) if regions else []
+    return m
 
 
 #: Region cuts: corner blocks a×a for a in REGION_CORNERS, and the border strips of
@@ -239,24 +241,21 @@ def regions(p: Params) -> list[list[int]]:
     return [list(region) for region in sorted(found)]
 
 
-def region_cuts(p: Params) -> list[tuple[list[int], int]]:
-    """(squares that cover some square of R, γ(R)) for every region R of `regions`:
-    γ(R) is the fewest pieces, anywhere on the board, that cover every square of R
-    (proven by a small HiGHS MIP over those squares, 30 s at most, cuts without a proof
-    left out; the variant's covering rule, the independent variant treated as
-    dominating, so γ(R) is a valid lower limit). Every solution covers R, so Σ x over
-    those squares >= γ(R) cuts off no solution."""
-    from puzzlesweep.solvers import Limits, highs
-
+def region_cuts(p: Params) -> list[PendingRow]:
+    """For every region R of `regions`, the row Σ x over the squares that cover some
+    square of R >= γ(R), where γ(R) is the optimum of the small covering MIP over those
+    squares (the variant's covering rule, the independent variant treated as
+    dominating, so γ(R) is a valid lower limit): the fewest pieces that cover R. Every
+    solution covers R, so the row cuts off no solution. The engine proves γ(R) before it
+    solves (`solvers.mip.settled`: HiGHS, 30 s a region, a row without a proof left
+    out); no engine runs here."""
     cover = coverers(p)
     cuts = []
     for region in regions(p):
         near = sorted({s for t in region for s in cover[t]})
         index = {s: i for i, s in enumerate(near)}
         local = hs.HittingSet(len(near), tuple(tuple(index[s] for s in cover[t]) for t in region))
-        result = highs.solve(hs.model(local), Limits(30.0))
-        if result.status == "optimal":
-            cuts.append((near, round(result.objective)))
+        cuts.append(PendingRow(tuple(near), hs.model(local)))
     return cuts
 
 

@@ -19,7 +19,14 @@ import highspy
 import numpy as np
 
 from . import Limits, SolverResult, relative_gap
-from .mip import MipModel, finite, has_integral_objective, integral_bounds, reported_values
+from .mip import (
+    MipModel,
+    finite,
+    has_integral_objective,
+    integral_bounds,
+    reported_values,
+    settled,
+)
 
 __all__ = ["MipModel", "VERSION", "has_integral_objective", "integral_bounds", "solve"]
 
@@ -94,9 +101,21 @@ def _set_options(h: highspy.Highs, model: MipModel, limits: Limits) -> str | Non
     return None
 
 
+#: Seconds HiGHS may spend proving the optimum of each pending row's small MIP.
+PENDING_SECONDS = 30.0
+
+
+def optimum(model: MipModel) -> float | None:
+    """The proven optimum of the small MIP `model` (a pending row's, `mip.PendingRow`),
+    rounded to an integer, within PENDING_SECONDS; None without a proof."""
+    result = solve(model, Limits(PENDING_SECONDS))
+    return float(round(result.objective)) if result.status == "optimal" else None
+
+
 def _lp(model: MipModel) -> highspy.HighsLp:
     """`model` as a HiGHS LP with a row-wise matrix (the shape `MipModel` keeps) and
-    the integrality of each column."""
+    the integrality of each column, its pending rows settled (`mip.settled`)."""
+    model = settled(model, optimum)
     lp = highspy.HighsLp()
     lp.num_col_ = model.num_cols
     lp.num_row_ = model.num_rows

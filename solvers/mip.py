@@ -3,11 +3,14 @@ of integral objectives both apply. Plain data: no solver is imported here.
 
 A `MipModel` is plain arrays: minimise c·x + offset subject to row_lower <= A x <=
 row_upper and lower <= x <= upper, with x integral where `integral` says so; A is given
-row-wise (CSR).
+row-wise (CSR). A family may also state rows whose right-hand side is the optimum of a
+smaller MIP (`PendingRow`): it builds that MIP, and the engine proves its optimum before
+it solves (`settled`), so that no family ever runs an engine.
 """
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 
 @dataclass
@@ -24,7 +27,8 @@ class MipModel:
     integral offset); when it holds, the dual bound is rounded up and the objective to
     the nearest integer (`integral_bounds`). `options` are HiGHS options set after
     `solve`'s own (for benchmarks: {"mip_detect_symmetry": False}); `threads` and
-    `time_limit` come from the limits and cannot be set here.
+    `time_limit` come from the limits and cannot be set here. `pending` rows are added
+    by the engine once it has proven their right-hand sides (`settled`).
     """
 
     costs: list[float]
@@ -41,6 +45,7 @@ class MipModel:
     integral_objective: bool | None = None
     options: dict[str, bool | int | float | str] = field(default_factory=dict)
     scip_options: dict[str, bool | int | float | str] = field(default_factory=dict)
+    pending: list["PendingRow"] = field(default_factory=list)
 
     @property
     def num_cols(self) -> int:
@@ -68,6 +73,34 @@ class MipModel:
         self.upper.extend([hi] * count)
         self.integral.extend([integral] * count)
         return first
+
+
+@dataclass(frozen=True)
+class PendingRow:
+    """The row Σ x[cols] >= γ, where γ is the optimum of `model`, a smaller minimisation
+    that no solution of the whole model beats on `cols` (for a covering: the fewest
+    pieces, among those in `cols`, that cover a region of the board, which every cover
+    must cover), so the row cuts off no solution. The family states it; an engine
+    proves γ (`settled`)."""
+
+    cols: tuple[int, ...]
+    model: MipModel
+
+
+def settled(model: MipModel, optimum: Callable[[MipModel], float | None]) -> MipModel:
+    """`model` with each of its pending rows added as Σ x[cols] >= optimum(row.model),
+    where `optimum` is an engine's proven optimum of a small MIP (None: not proven in
+    time, and the row is left out, as a weaker model is still a correct one), and none
+    pending. `model` itself when nothing is pending; the original is left unchanged."""
+    if not model.pending:
+        return model
+    m = replace(model, row_start=list(model.row_start), col_index=list(model.col_index))
+    m.values, m.row_lower, m.row_upper = list(m.values), list(m.row_lower), list(m.row_upper)
+    m.pending = []
+    for row in model.pending:
+        if (least := optimum(row.model)) is not None:
+            m.add_row(list(row.cols), [1.0] * len(row.cols), float(least), math.inf)
+    return m
 
 
 def finite(value: float) -> float | None:

@@ -40,7 +40,7 @@ from importlib.metadata import version
 import pyscipopt
 
 from . import Limits, SolverResult, relative_gap
-from .mip import MipModel, finite, reported_values
+from .mip import MipModel, finite, reported_values, settled
 
 VERSION = f"{version('pyscipopt')}/SCIP {pyscipopt.Model().version()}"
 
@@ -57,7 +57,12 @@ _STATUS = {
 def build_model(model: MipModel, limits: Limits) -> tuple[pyscipopt.Model, list]:
     """A SCIP model of `model` with the limits and the options of the module docstring,
     and its variables (one per column). Raises ValueError for an option SCIP refuses or
-    one naming a limit (limits/time, limits/nodes, lp/threads)."""
+    one naming a limit (limits/time, limits/nodes, lp/threads). Pending rows are settled
+    first by HiGHS (`highs.optimum`: small MIPs, where it is quickest)."""
+    if model.pending:
+        from .highs import optimum
+
+        model = settled(model, optimum)
     m = pyscipopt.Model()
     m.hideOutput()
     m.setParam("timing/clocktype", 2)  # wall clock

@@ -256,6 +256,7 @@ def restrict(
         model.integral_objective,
         dict(model.options),
         dict(model.scip_options),
+        list(model.pending),
     )
     for col, value in part.fixings:
         m.lower[col] = m.upper[col] = value

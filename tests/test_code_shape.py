@@ -167,3 +167,18 @@ def test_no_import_cycle_in_the_package():
                     seen.add(other)
                     frontier.append((other, (*path, other)))
     assert cycles == []
+
+
+def test_families_build_models_and_run_no_engine():
+    # a family states its model with solvers.mip's types (and frontier's problem); the
+    # engines that solve it (and prove its pending rows) are never imported by it
+    graph = _import_graph()
+    families = {name for name in graph if name.startswith("puzzlesweep.puzzles")}
+    assert "puzzlesweep.puzzles.domination" in families
+    engines = (
+        "puzzlesweep.solvers.highs",
+        "puzzlesweep.solvers.scip",
+        "puzzlesweep.solvers.lookahead",
+    )
+    wrong = sorted(f"{n} imports {o}" for n in families for o in graph[n] if o in engines)
+    assert wrong == []

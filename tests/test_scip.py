@@ -265,10 +265,17 @@ def test_scip_proves_knights_12_to_17(n):
 
 def test_region_cuts_keep_every_optimal_cover():
     from puzzlesweep.puzzles import domination
+    from puzzlesweep.solvers import highs, mip
 
-    # On by default from 14×14 for knights: 196 cover rows and 28 region rows.
-    assert domination.model(domination.Params(rows=14, cols=14)).num_rows == 196 + 28
-    assert domination.model(domination.Params(rows=13, cols=13)).num_rows == 169
+    # On by default from 14×14 for knights: 196 cover rows and 28 region rows, which the
+    # family states with their small MIPs and the engine proves (no engine runs in it).
+    model = domination.model(domination.Params(rows=14, cols=14))
+    assert (model.num_rows, len(model.pending)) == (196, 28)
+    settled = mip.settled(model, highs.optimum)
+    assert (settled.num_rows, settled.pending) == (196 + 28, [])
+    # the small MIPs' optima: a 3×3 corner needs 4 knights, a border strip 3 deep 10
+    assert (min(settled.row_lower[196:]), max(settled.row_lower[196:])) == (4.0, 10.0)
+    assert domination.model(domination.Params(rows=13, cols=13)).pending == []
     # Valid cuts remove no solution: with them, 6×6 still has A006076's 23 classes
     # of 127 optimal covers of 8 knights (OEIS A006075(6) = 8).
     p = domination.Params(rows=6, cols=6)
