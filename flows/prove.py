@@ -52,6 +52,7 @@ from puzzlesweep.proof import (
 )
 from puzzlesweep.solvers import Limits
 from puzzlesweep.solvers import split as splitting
+from puzzlesweep.solvers.mip import has_integral_objective
 
 
 @task(
@@ -131,7 +132,7 @@ def prove(
         catalog_path,
         run_id or new_run_id(),
         split,
-        splitting.integral_objective(model),
+        has_integral_objective(model),
         parts,
         probe,
         start_row(proof, model),

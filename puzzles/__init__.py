@@ -1,7 +1,9 @@
 """The puzzle families, one module each, all with the same shape.
 
 Every family module defines, in this order:
-- NAME, SOLVERS (the solvers it supports, default first) and its vocabulary;
+- NAME, SOLVERS (its solvers, default first: `auto` or engine names of
+  `solvers.engines`; every other engine that fits is offered too, `solvers`) and its
+  vocabulary;
 - `Params`, the validated parameter model (its fields are the catalog's parameter columns);
 - `expand(point)`: one grid point of a sweep to a list of raw parameter dicts, resolving
   the word "all" where the family knows the set;
@@ -51,6 +53,7 @@ from types import ModuleType
 from typing import Any, Protocol
 
 from puzzlesweep.core import BadInput, Params, instance_key
+from puzzlesweep.solvers import engines
 
 #: The families of this package, in the order they are listed.
 BUILTIN = ("monochromatic_lines", "no_k_in_row", "domination", "peg_solitaire")
@@ -77,9 +80,10 @@ class Family(Protocol):
     picture: Callable[[Any, Any], Any]
 
 
-#: Capability -> the members it needs. `mip` is needed by the solvers highs and scip,
-#: `auto` by the solver auto (which also needs `mip`), `search` by frontier; `count`
-#: (`solve --count`) and `split` (`puzzlesweep prove`) are optional.
+#: Capability -> the members it needs. `mip` is needed by the MIP engines (highs, scip:
+#: `solvers.engines`), `auto` by the solver auto (which also needs `mip`), `search` by
+#: a search engine (frontier); `count` (`solve --count`) and `split` (`puzzlesweep
+#: prove`) are optional.
 CAPABILITIES = {
     "mip": ("model", "from_mip"),
     "auto": ("auto_solver",),
@@ -87,8 +91,15 @@ CAPABILITIES = {
     "count": ("symmetries", "exhaustive_count"),
     "split": ("split_model",),
 }
-#: Solver -> the capabilities a family that lists it must have.
-NEEDS = {"highs": ("mip",), "scip": ("mip",), "auto": ("mip", "auto"), "frontier": ("search",)}
+#: The solver that is not an engine: the family's measured choice of a MIP engine.
+AUTO = "auto"
+
+
+def needs(solver: str) -> tuple[str, ...]:
+    """The capabilities a family that lists `solver` must have: ("mip", "auto") for
+    auto, else what the engine takes (`engines.Engine.takes`). Raises BadInput for a
+    name that is neither."""
+    return ("mip", "auto") if solver == AUTO else (engines.get(solver).takes,)
 
 
 def capabilities(module: ModuleType) -> frozenset[str]:
@@ -98,6 +109,15 @@ def capabilities(module: ModuleType) -> frozenset[str]:
 
 def _defines(module: ModuleType, members) -> bool:
     return all(hasattr(module, member) for member in members)
+
+
+def solvers(module: ModuleType) -> tuple[str, ...]:
+    """The solvers family `module` supports: its own `SOLVERS` (default first), then
+    every other engine of the table that takes what it gives (a MIP or a search), so an
+    engine added to the table serves every family it fits."""
+    gives = capabilities(module)
+    more = [name for name, e in engines.table().items() if e.takes in gives]
+    return tuple(dict.fromkeys([*module.SOLVERS, *more]))
 
 
 def check(module: ModuleType, name: str) -> frozenset[str]:
@@ -110,10 +130,10 @@ def check(module: ModuleType, name: str) -> frozenset[str]:
         raise BadInput(f"{where} lacks {', '.join(missing)}; docs/development.md lists them")
     if module.NAME != name:
         raise BadInput(f"{where} says NAME = {module.NAME!r}; it must be {name!r}")
-    unknown = [s for s in module.SOLVERS if s not in NEEDS]
-    if not module.SOLVERS or unknown:
-        raise BadInput(f"{where} has SOLVERS {module.SOLVERS!r}; each one of {', '.join(NEEDS)}")
-    needed = {c for solver in module.SOLVERS for c in NEEDS[solver]}
+    known = (AUTO, *engines.table())
+    if not module.SOLVERS or any(s not in known for s in module.SOLVERS):
+        raise BadInput(f"{where} has SOLVERS {module.SOLVERS!r}; each one of {', '.join(known)}")
+    needed = {c for solver in module.SOLVERS for c in needs(solver)}
     lacking = [m for c in sorted(needed) for m in CAPABILITIES[c] if not hasattr(module, m)]
     if lacking:
         raise BadInput(f"{where} lacks {', '.join(lacking)}, needed by its SOLVERS")
@@ -187,8 +207,8 @@ class Instance:
 
 
 def describe(name: str) -> dict:
-    """Family `name` as people choose its instances: {"family", "solvers" (default
-    first), "parameters": [{"name", "type" (its values as text: int, list[int], or the
+    """Family `name` as people choose its instances: {"family", "solvers" (`solvers`,
+    default first), "parameters": [{"name", "type" (its values as text: int, list[int], or the
     words a Literal allows), "default" (None when required), "required",
     "description" (with its range)}]}, read from the `Params` model that validates
     them. Raises BadInput for an unknown family."""
@@ -215,4 +235,4 @@ def describe(name: str) -> dict:
                 "description": info.description or "",
             }
         )
-    return {"family": name, "solvers": list(module.SOLVERS), "parameters": parameters}
+    return {"family": name, "solvers": list(solvers(module)), "parameters": parameters}

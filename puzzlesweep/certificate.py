@@ -54,6 +54,7 @@ from puzzlesweep.proof import (
 from puzzlesweep.recheck import resolve_part, solution_problems
 from puzzlesweep.solvers import Limits
 from puzzlesweep.solvers import split as splitting
+from puzzlesweep.solvers.mip import has_integral_objective
 
 FORMAT = "puzzlesweep-certificate/2"
 #: The format before the cited values were listed: refused, naming why.
@@ -295,7 +296,7 @@ def check(
     if document["key"] != proof.key:
         problems.append(f"key {document['key']} is not the key {proof.key} of this attempt")
     problems += _split_problems(split, document["parts"])
-    integral = splitting.integral_objective(model)
+    integral = has_integral_objective(model)
     lowers = []
     for part, claimed in zip(split.parts, document["parts"], strict=False):
         try:

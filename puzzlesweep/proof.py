@@ -13,9 +13,9 @@ in one process (the tests use it so). The rows of attempt `key` in the catalog's
 A part solved again (a re-run with a longer limit) adds a row; the newest row of each
 part, of the probe and of the combined result is the one that counts (`stored`).
 
-ENGINE is the attempt's MIP engine (`Proof.solver`: highs or scip). It is not part of
-the key, so a re-run with the other engine resumes the same parts (a part's lower limit
-is a proof whichever engine gave it).
+ENGINE is the attempt's engine (`Proof.solver`: one that can split, `solvers.engines`).
+It is not part of the key, so a re-run with another engine resumes the same parts (a
+part's lower limit is a proof whichever engine gave it).
 
 The combined row: status `optimal` with objective = bound when the bound meets the
 incumbent, else `time_limit` with the best objective and bound (the larger of the
@@ -35,9 +35,10 @@ from typing import Any
 from puzzlesweep import catalog, citation, puzzles
 from puzzlesweep.core import VERSION, BadInput, make_params
 from puzzlesweep.puzzles import Instance
-from puzzlesweep.solve import MIP_SOLVERS, empty_row, mip_engine, result_fields, verified_fields
-from puzzlesweep.solvers import Limits, highs, lookahead, relative_gap, symmetry
+from puzzlesweep.solve import empty_row, result_fields, verified_fields
+from puzzlesweep.solvers import Limits, engines, lookahead, relative_gap, symmetry
 from puzzlesweep.solvers import split as splitting
+from puzzlesweep.solvers.mip import MipModel, has_integral_objective
 
 PART_SOLVER = "{}-split-part"  # formatted with the engine's name
 PROVE_SOLVER = "{}-split"
@@ -76,15 +77,14 @@ class Proof:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def build(proof: Proof, cited=None) -> tuple[Instance, highs.MipModel, splitting.Split, str]:
+def build(proof: Proof, cited=None) -> tuple[Instance, MipModel, splitting.Split, str]:
     """(instance, its MIP on its own axes, the split, the split's description): a
     `tree:` text is a tree of 0/1 fixings (`solvers.lookahead`, any family), any other
     the family's `split_model`; the model is `model_of`'s, with `cited` (a list of
     `citation.Cited` or None). Raises BadInput
     for bad parameters, a family without `split_model`, a bad split, or a solver that
-    is not a MIP engine, and as `model_of` does."""
-    if proof.solver not in MIP_SOLVERS:
-        raise BadInput(f"prove runs {' or '.join(MIP_SOLVERS)}, not {proof.solver!r}")
+    is not an engine that splits (`solvers.engines`), and as `model_of` does."""
+    engines.get(proof.solver, "split")
     instance, family = proof.instance, puzzles.get(proof.family)
     model, text = model_of(proof.family, instance.params, proof.split, cited)
     tree = text.startswith("tree:")  # any family: a tree of 0/1 fixings
@@ -102,7 +102,7 @@ def build(proof: Proof, cited=None) -> tuple[Instance, highs.MipModel, splitting
     return instance, model, split, description
 
 
-def model_of(family_name: str, params, split: str, cited=None) -> tuple[highs.MipModel, str]:
+def model_of(family_name: str, params, split: str, cited=None) -> tuple[MipModel, str]:
     """(the MIP an attempt solves, its split text without the `lex:` prefix). The
     family's `model(params)`, or with `cited` (a certificate's values) the model built
     from those alone (`citation.model`, raising UnusableCitation); after `lex:`, with the
@@ -146,7 +146,7 @@ def _verified(family, params, result) -> dict:
 def solve_whole(proof: Proof, limits: Limits, run_id: str) -> dict:
     """The row of a direct solve of the whole instance (the probe: solver `proof.solver`)."""
     instance, model, _, _ = build(proof)
-    result = mip_engine(proof.solver).solve(model, limits)
+    result = engines.module(proof.solver, "split").solve(model, limits)
     return _whole_row(proof, instance, limits, run_id, _fields(proof, instance, result))
 
 
@@ -157,7 +157,7 @@ def solve_one(proof: Proof, index: int, cutoff: float | None, limits: Limits, ru
     part's handle with its cutoff, its lower limit (`split.part_lower`) and the key."""
     built = instance, model, split, _ = build(proof)
     restricted = splitting.restrict(model, split, split.parts[index], cutoff)
-    result = mip_engine(proof.solver).solve(restricted, limits)
+    result = engines.module(proof.solver, "split").solve(restricted, limits)
     fields = _fields(proof, instance, result)
     return _part_row(proof, built, index, cutoff, limits, run_id, fields)
 
@@ -182,7 +182,7 @@ def _part_row(proof: Proof, built, index, cutoff, limits: Limits, run_id: str, f
     instance, model, split, _ = built
     part = split.parts[index]
     row = {**empty_row(instance, PART_SOLVER.format(proof.solver), limits), **fields}
-    integral = splitting.integral_objective(model)
+    integral = has_integral_objective(model)
     lower = splitting.part_lower(row["status"], row["bound"], cutoff, integral)
     handle = json.loads(part.to_json())
     handle.update(key=proof.key, cutoff=cutoff, lower=json_number(lower), parts=len(split.parts))
@@ -308,7 +308,7 @@ def best_row(rows: list[dict | None]) -> dict | None:
     return min(good, key=lambda r: r["objective"]) if good else None
 
 
-def start_row(proof: Proof, model: highs.MipModel | None = None) -> dict | None:
+def start_row(proof: Proof, model: MipModel | None = None) -> dict | None:
     """The model's start as an incumbent ({"objective", "solution", "verified",
     "error"}: `solve.verified_fields` of the start, the family's own check), or None
     without a start; `model`: `build(proof)`'s, when at hand. The parts look below it
@@ -368,7 +368,7 @@ def combined_row(proof: Proof, parts: dict[int, dict], probe: dict | None, run_i
     finite = bound if math.isfinite(bound) else None
     row.update(
         status="optimal" if proven else "time_limit",
-        solver_version=mip_engine(proof.solver).VERSION,
+        solver_version=engines.module(proof.solver, "split").VERSION,
         objective=objective,
         bound=objective if proven else finite,
         gap=relative_gap(objective, finite) if not proven else 0.0,

@@ -12,9 +12,10 @@ import math
 
 from puzzlesweep import citation, puzzles
 from puzzlesweep.proof import Proof, build, json_number, number, stored
-from puzzlesweep.solve import mip_engine, verified_fields
-from puzzlesweep.solvers import Limits
+from puzzlesweep.solve import verified_fields
+from puzzlesweep.solvers import Limits, engines
 from puzzlesweep.solvers import split as splitting
+from puzzlesweep.solvers.mip import has_integral_objective
 
 
 def recheck(catalog_path: str, proof: Proof, resolve_seconds: float | None = None) -> list[str]:
@@ -40,7 +41,7 @@ def recheck(catalog_path: str, proof: Proof, resolve_seconds: float | None = Non
         return [f"no combined row of attempt {proof.key} (sweep prove-{proof.key})"]
     cert = json.loads(combined["certificate"])
     problems = _split_problems(split, cert)
-    integral = splitting.integral_objective(model)
+    integral = has_integral_objective(model)
     today = citation.digest(citation.of(proof.family, proof.instance.params))
     lowers = []
     for p, claimed in zip(split.parts, cert["parts"], strict=False):
@@ -122,14 +123,14 @@ def resolve_part(proof: Proof, model, split, part, cutoff, lower: float, limits:
     objective below the claimed lower limit `lower` refutes the part; so does a
     finished re-solve (optimal or infeasible) that proves less than `lower`. Returns the
     problems found (at most one), each one line naming the part."""
-    integral = splitting.integral_objective(model)
+    integral = has_integral_objective(model)
     restricted = splitting.restrict(model, split, part, cutoff)
     start = _found_value(proof, restricted, model.start, None)
     if start is not None and start < lower - 1e-6:  # no engine needed
         return [_refuted(part, start, lower, "the model's start")]
     if start is not None:  # inside the part: the engine starts from it
         restricted.start = list(model.start)
-    again = mip_engine(proof.solver).solve(restricted, limits)
+    again = engines.module(proof.solver, "split").solve(restricted, limits)
     found = _found_value(proof, restricted, again.solution, again.objective)
     if found is not None and found < lower - 1e-6:
         return [_refuted(part, found, lower, f"a solution found by {proof.solver}")]

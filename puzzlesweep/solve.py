@@ -22,16 +22,13 @@ from typing import Any
 from puzzlesweep import puzzles
 from puzzlesweep.core import BadInput, InvalidSolution, make_params, whole
 from puzzlesweep.puzzles import Instance
-from puzzlesweep.solvers import Limits, SolverResult
-
-#: The engines that take a family's MIP (`model`, `from_mip`).
-MIP_SOLVERS = ("highs", "scip")
+from puzzlesweep.solvers import Limits, SolverResult, engines
 
 
 def check_solver(family: str, solver: str | None) -> str:
     """The solver to use for `family` (its default when None: `auto` for the MIP
-    families); raises BadInput when the family does not support it."""
-    supported = puzzles.get(family).SOLVERS
+    families); raises BadInput when the family does not support it (`puzzles.solvers`)."""
+    supported = puzzles.solvers(puzzles.get(family))
     if solver is None:
         return supported[0]
     if solver not in supported:
@@ -54,57 +51,35 @@ def _out_of_time(started: float) -> SolverResult:
 
 def resolve_solver(instance: Instance, solver: str) -> str:
     """The engine that runs `instance` under `solver`: for `auto`, the family's measured
-    choice for the canonical params (`auto_solver`: highs or scip, see
+    choice for the canonical params (`auto_solver`, an engine that takes a MIP: see
     benchmarks/README.md); any other solver is itself."""
-    if solver != "auto":
+    if solver != puzzles.AUTO:
         return solver
     family = puzzles.get(instance.family)
-    return family.auto_solver(family.canonical(instance.params))
+    return engines.get(family.auto_solver(family.canonical(instance.params)), "optimum").name
 
 
 def _run_solver(instance: Instance, solver: str, limits: Limits) -> tuple[SolverResult, Any]:
-    """(the solver's result, the decoded solution of the canonical form, or None).
+    """(the engine's result, the decoded solution of the canonical form, or None).
 
-    The solver always sees `canonical(params)`, so equivalent instances are one model.
-    Its time limit is what is left of `limits.time_limit` once the model is built."""
+    The engine (`solvers.engines`) always sees `canonical(params)`, so equivalent
+    instances are one model: the family's MIP (`model`, `from_mip`) or search problem
+    (`search`, optional `from_search`). Its time limit is what is left of
+    `limits.time_limit` once the model is built."""
     started = time.perf_counter()
     family = puzzles.get(instance.family)
     params = family.canonical(instance.params)
-    if solver in MIP_SOLVERS:
-        engine = mip_engine(solver)
-        model = family.model(params)
-        if (left := _left(limits, started)) is None:
-            return _out_of_time(started), None
-        result = engine.solve(model, left)
-        decoded = None
-        if result.solution is not None:
-            decoded = family.from_mip(params, result.solution)
-    else:
-        from puzzlesweep.solvers import frontier
-
-        problem = family.search(params)
-        if (left := _left(limits, started)) is None:
-            return _out_of_time(started), None
-        result = frontier.solve(problem, left)
-        decoded = None
-        if result.solution is not None:
-            from_search = getattr(family, "from_search", lambda p, raw: tuple(raw))
-            decoded = from_search(params, result.solution)
-    return result, decoded
-
-
-def mip_engine(solver: str):
-    """The module (`solvers.highs` or `solvers.scip`) whose `solve` runs MIP `solver`;
-    raises BadInput for another name."""
-    if solver == "highs":
-        from puzzlesweep.solvers import highs
-
-        return highs
-    if solver == "scip":
-        from puzzlesweep.solvers import scip
-
-        return scip
-    raise BadInput(f"{solver!r} is not a MIP solver ({', '.join(MIP_SOLVERS)})")
+    engine = engines.get(solver)
+    problem = family.model(params) if engine.takes == "mip" else family.search(params)
+    if (left := _left(limits, started)) is None:
+        return _out_of_time(started), None
+    result = engine.load().solve(problem, left)
+    if result.solution is None:
+        return result, None
+    if engine.takes == "mip":
+        return result, family.from_mip(params, result.solution)
+    from_search = getattr(family, "from_search", lambda p, raw: tuple(raw))
+    return result, from_search(params, result.solution)
 
 
 @dataclass(frozen=True)
@@ -224,25 +199,27 @@ def _fill(row: dict[str, Any], instance: Instance, result: SolverResult, decoded
         row.update(checked)
 
 
-def count_optima(instance: Instance, result: SolverResult, limits: Limits) -> dict[str, Any]:
+def count_optima(
+    instance: Instance, result: SolverResult, limits: Limits, engine: str
+) -> dict[str, Any]:
     """The fields `solutions` and `inequivalent` of a proven optimum `result` of
     `instance`: how many optimal solutions its canonical form has, and how many up to
-    the board's symmetries (`family.symmetries`), counted exactly by SCIP
-    (`solvers.scip.count`, Burnside's lemma) on the family's model under its own
-    `limits.time_limit` seconds. Equivalent instances have the same numbers (a symmetry
-    of the parameters is a bijection of their solutions). When the count fails (it ran
-    out of time, or SCIP or Burnside's lemma failed) both are None and `error` is
-    "count: <reason>": the optimum itself stands. {} for a result that is not optimal.
-    Never raises."""
+    the board's symmetries (`family.symmetries`), counted exactly on the family's model
+    by `engine` when it counts, else by the first engine of the table that does (SCIP:
+    `solvers.scip.count`, Burnside's lemma), under its own `limits.time_limit` seconds.
+    Equivalent instances have the same numbers (a symmetry of the parameters is a
+    bijection of their solutions). When the count fails (it ran out of time, or the
+    engine or Burnside's lemma failed) both are None and `error` is "count: <reason>":
+    the optimum itself stands. {} for a result that is not optimal. Never raises."""
     if result.status != "optimal" or result.objective is None:
         return {}
-    from puzzlesweep.solvers import scip
-
     family = puzzles.get(instance.family)
     params = family.canonical(instance.params)
     try:
+        able = engines.with_capability("count")
+        counter = engines.module(engine if engine in able else able[0], "count")
         model, symmetries = family.model(params), family.symmetries(params)
-        found = scip.count(model, result.objective, symmetries, limits)
+        found = counter.count(model, result.objective, symmetries, limits)
     except ValueError as exc:  # Burnside's sum is not divisible by the group order
         return _no_count(str(exc))
     except Exception as exc:  # a crashed count must not lose the optimum either
@@ -259,12 +236,14 @@ def _no_count(reason: str) -> dict[str, Any]:
 
 def check_count(family: str, solver: str) -> None:
     """Raises BadInput unless `family` can count its optima (`symmetries`, a MIP) and
-    `solver` is one of its MIP solvers or auto."""
+    `solver` is auto or an engine that solves its MIP (the count itself runs on the
+    first engine of the table that counts: `solvers.engines`)."""
     module = puzzles.get(family)
-    if not hasattr(module, "symmetries") or solver not in ("auto", *MIP_SOLVERS):
+    mip = solver == puzzles.AUTO or engines.get(solver).takes == "mip"
+    if not hasattr(module, "symmetries") or not mip:
         raise BadInput(
             f"counting optima is for the MIP families (domination, no_k_in_row, "
-            f"monochromatic_lines) with solver auto, highs or scip, not {family} with {solver}"
+            f"monochromatic_lines) with auto or a MIP engine, not {family} with {solver}"
         )
 
 
@@ -312,7 +291,7 @@ def _solve(instance: Instance, solver: str, limits: Limits, count: bool) -> dict
         engine = resolve_solver(instance, solver)
         row["solver"] = engine
         result, decoded = _run_solver(instance, engine, limits)
-        counted = count_optima(instance, result, limits) if count else {}
+        counted = count_optima(instance, result, limits, engine) if count else {}
         _fill(row, instance, result, decoded)
         # the wall time from the start of building the model, less the one-time load of
         # a compiled engine in this process (outside the instance's limits too)

@@ -28,8 +28,17 @@ from .mip import (
     settled,
 )
 
-__all__ = ["MipModel", "VERSION", "has_integral_objective", "integral_bounds", "solve"]
+__all__ = [
+    "MipModel",
+    "NAME",
+    "VERSION",
+    "has_integral_objective",
+    "integral_bounds",
+    "relaxation",
+    "solve",
+]
 
+NAME = "highs"
 VERSION = version("highspy")
 
 
@@ -74,7 +83,7 @@ def solve(model: MipModel, limits: Limits) -> SolverResult:
     h = highspy.Highs()
     refused = _set_options(h, model, limits)
     if refused is not None:
-        return SolverResult("error", message=refused, solver="highs", solver_version=VERSION)
+        return SolverResult("error", message=refused, solver=NAME, solver_version=VERSION)
     started = time.perf_counter()
     h.passModel(_lp(model))
     if model.start is not None:
@@ -136,6 +145,20 @@ def _lp(model: MipModel) -> highspy.HighsLp:
     return lp
 
 
+def relaxation(model: MipModel) -> highspy.Highs:
+    """A silent one-thread HiGHS holding the LP relaxation of `model` (every column
+    continuous, pending rows settled), for what bounds by LP (`lookahead`, an LP-based
+    branch and bound): change column bounds, `run()`, read the objective (offset
+    included) and the column values."""
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
+    lp = _lp(model)
+    lp.integrality_ = [highspy.HighsVarType.kContinuous] * model.num_cols
+    h.passModel(lp)
+    return h
+
+
 def _result(h: highspy.Highs, model: MipModel, seconds: float) -> SolverResult:
     """What the run of `h` found: status, incumbent (only if HiGHS calls it feasible),
     dual bound, gap and nodes, rounded as `mip.reported_values` does."""
@@ -157,6 +180,6 @@ def _result(h: highspy.Highs, model: MipModel, seconds: float) -> SolverResult:
         seconds=seconds,
         solution=list(h.getSolution().col_value) if has_incumbent else None,
         message=message,
-        solver="highs",
+        solver=NAME,
         solver_version=VERSION,
     )

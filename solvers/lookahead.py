@@ -31,8 +31,9 @@ import re
 import highspy
 import numpy as np
 
-from .mip import MipModel
-from .split import Split, Subproblem, integral_objective
+from . import highs
+from .mip import MipModel, has_integral_objective
+from .split import Split, Subproblem
 
 #: Columns tried per expansion (the most fractional ones); fewer cost less and choose
 #: from less.
@@ -40,19 +41,6 @@ CANDIDATES = 24
 EPS = 1e-6
 
 Tree = tuple | None  # (column, x=0 subtree, x=1 subtree), or None for a leaf
-
-
-def _lp(model: MipModel) -> highspy.Highs:
-    """The LP relaxation of `model` in a silent one-thread HiGHS."""
-    from . import highs
-
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", 1)
-    lp = highs._lp(model)
-    lp.integrality_ = [highspy.HighsVarType.kContinuous] * model.num_cols
-    h.passModel(lp)
-    return h
 
 
 def _bound(h: highspy.Highs, model: MipModel, fixings: dict[int, float]) -> tuple[float, list]:
@@ -106,7 +94,7 @@ def lookahead(
     Deterministic for a given model. Raises ValueError when leaves < 1."""
     if leaves < 1:
         raise ValueError(f"a lookahead split needs at least 1 leaf, got {leaves}")
-    h = _lp(model)
+    h = highs.relaxation(model)
     root_bound, x = _bound(h, model, {})
     children: dict[tuple, tuple] = {}  # path → (column, path of x=0 child, of x=1 child)
     heap = [(root_bound, (), x)]  # open leaves: (LP bound, path of (col, value), LP x)
@@ -190,7 +178,7 @@ def tree_split(text: str, columns: int) -> tuple[Split, str]:
 def lp_bounds(model: MipModel, split: Split) -> np.ndarray:
     """The LP bound of each part of `split` (+inf for an infeasible LP), in part order;
     for reading how a tree divides the work."""
-    h = _lp(model)
+    h = highs.relaxation(model)
     return np.array([_bound(h, model, dict(p.fixings))[0] for p in split.parts])
 
 
@@ -204,7 +192,7 @@ def resolve(model: MipModel, text: str) -> str:
     if not re.fullmatch(r"[0-9]{1,4}", number) or not 1 <= int(number) <= 4096:
         raise ValueError(f"--split lookahead:N needs N in 1..4096 leaves, got {number!r}")
     cutoff = None
-    if model.start is not None and integral_objective(model):
+    if model.start is not None and has_integral_objective(model):
         cutoff = sum(c * x for c, x in zip(model.costs, model.start, strict=True))
         cutoff = round(cutoff + model.offset) - 1.0
     return lookahead(model, int(number), cutoff)

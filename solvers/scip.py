@@ -42,6 +42,7 @@ import pyscipopt
 from . import Limits, SolverResult, relative_gap
 from .mip import MipModel, finite, reported_values, settled
 
+NAME = "scip"
 VERSION = f"{version('pyscipopt')}/SCIP {pyscipopt.Model().version()}"
 
 _STATUS = {
@@ -145,7 +146,7 @@ def solve(model: MipModel, limits: Limits) -> SolverResult:
     try:
         m, xs = build_model(model, limits)
     except ValueError as exc:
-        return SolverResult("error", message=str(exc), solver="scip", solver_version=VERSION)
+        return SolverResult("error", message=str(exc), solver=NAME, solver_version=VERSION)
     extra = add_start(m, xs, model)
     m.optimizeNogil()
     seconds = time.perf_counter() - started
@@ -166,7 +167,7 @@ def solve(model: MipModel, limits: Limits) -> SolverResult:
         seconds=seconds,
         solution=solution,
         message=None if status != "error" else f"SCIP status {raw}",
-        solver="scip",
+        solver=NAME,
         solver_version=VERSION,
         extra=extra,
     )

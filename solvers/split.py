@@ -28,7 +28,7 @@ the optimum value is preserved, not every solution (that is all a proof needs).
 
 Combining (`part_lower`, `combine`): a subproblem solved with a *cutoff* c (the extra
 row objective <= c, added by `restrict`) that comes back infeasible proves that its own
-optimum is > c, i.e. >= c + 1 for an integral objective (`integral_objective`); one that
+optimum is > c, i.e. >= c + 1 for an integral objective (`mip.has_integral_objective`); one that
 stops at a limit proves min(dual bound, c + 1). Without a cutoff an infeasible part
 contributes +inf. The proven global bound is the minimum over parts of these lower
 limits (−inf while a part is missing or failed), rounded up for an integral objective;
@@ -286,15 +286,6 @@ def outside(model: MipModel, x: list[float], tolerance: float = 1e-6) -> str | N
         if not model.row_lower[i] - tolerance <= total <= model.row_upper[i] + tolerance:
             return f"row {i} = {total} breaks [{model.row_lower[i]}, {model.row_upper[i]}]"
     return None
-
-
-def integral_objective(model: MipModel) -> bool:
-    """Is the objective integral at every integral point (integer costs on integer
-    columns, no cost on continuous ones, integer offset)?"""
-    return float(model.offset).is_integer() and all(
-        c == 0 or (i and float(c).is_integer())
-        for c, i in zip(model.costs, model.integral, strict=True)
-    )
 
 
 def part_lower(status: str, bound: float | None, cutoff: float | None, integral: bool) -> float:

@@ -14,6 +14,8 @@ same lookup `puzzlesweep.solve` and `Instance.key` use, so a copy of a family in
 there is checked by the whole suite, the solve path included.
 """
 
+import json
+import math
 from dataclasses import dataclass
 from functools import cache
 
@@ -23,7 +25,8 @@ from puzzlesweep import puzzles
 from puzzlesweep.core import InvalidSolution, instance_key, make_params
 from puzzlesweep.puzzles import Instance
 from puzzlesweep.solve import solve_instance
-from puzzlesweep.solvers import Limits
+from puzzlesweep.solvers import Limits, engines
+from puzzlesweep.solvers.mip import MipModel
 
 
 @dataclass(frozen=True)
@@ -136,8 +139,6 @@ def params(family, raw: dict):
 
 @cache
 def _solved(name: str, frozen: str) -> dict:
-    import json
-
     family = puzzles.get(name)
     instance = Instance(name, params(family, json.loads(frozen)))
     return solve_instance(instance, family.SOLVERS[0], QUICK)
@@ -145,8 +146,6 @@ def _solved(name: str, frozen: str) -> dict:
 
 def solved(family, raw: dict) -> dict:
     """The row of `raw` solved by the family's main solver (once per test session)."""
-    import json
-
     return _solved(family.NAME, json.dumps(raw, sort_keys=True))
 
 
@@ -261,3 +260,105 @@ def test_the_instance_key_is_the_one_written_down(family):
     # JSON, so it must not change with the machine, the Python version or a refactoring.
     raw, key = case_of(family).pinned
     assert Instance(family.NAME, params(family, raw)).key == key
+
+
+# --- the engines ----------------------------------------------------------------------
+# Every test below is parametrised over the table of engines (`solvers.engines`: the
+# built-in ones and those installed through the entry point group `puzzlesweep.engines`),
+# so an engine added by docs/development.md's steps is checked with
+# `python -m pytest tests/test_contract.py -k NAME`.
+
+
+@pytest.fixture(params=list(engines.table()))
+def engine(request) -> engines.Engine:
+    """The engine under test, looked up as the solve path looks it up."""
+    return engines.get(request.param)
+
+
+#: The engines that take a family's MIP, and those with each optional capability: the
+#: tests of a capability run on exactly these.
+MIP_ENGINES = [name for name, e in engines.table().items() if e.takes == "mip"]
+
+
+def test_an_engine_has_the_members_its_capabilities_need(engine):
+    module = engine.load()
+    assert module.NAME == engine.name
+    assert isinstance(module.VERSION, str) and module.VERSION
+    assert engine.capabilities and engine.capabilities <= engines.CAPABILITIES.keys()
+    for capability in engine.capabilities:
+        assert all(hasattr(module, m) for m in engines.CAPABILITIES[capability]), capability
+    assert engine.name in engines.with_capability(sorted(engine.capabilities)[0])
+    fits = [name for name in puzzles.FAMILIES if engine.takes in capabilities_of(name)]
+    assert fits, f"engine {engine.name} takes {engine.takes}: no family gives it"
+    for name in fits:  # every family it fits offers it (`puzzlesweep families`)
+        assert engine.name in puzzles.describe(name)["solvers"]
+
+
+def capabilities_of(name: str) -> frozenset[str]:
+    """The capabilities of family `name`."""
+    return puzzles.capabilities(puzzles.get(name))
+
+
+def test_an_engine_finds_the_known_values_of_every_family_it_fits(engine):
+    checked = 0
+    for name in puzzles.FAMILIES:
+        family = puzzles.get(name)
+        if engine.takes not in puzzles.capabilities(family):
+            continue
+        for raw, known in case_of(family).known:
+            row = solve_instance(Instance(name, params(family, raw)), engine.name, QUICK)
+            assert row["solver"] == engine.name, row
+            if known is None:
+                assert (row["status"], row["objective"]) == ("infeasible", None), (raw, row)
+            else:
+                got = (row["status"], row["objective"], row["bound"], row["verified"])
+                assert got == ("optimal", known, known, True), (name, raw, row)
+            checked += 1
+    assert checked >= 2
+
+
+@pytest.mark.parametrize("name", MIP_ENGINES)
+def test_a_mip_engine_reports_an_infeasible_model_without_numbers(name):
+    model = MipModel([], [], [], [])
+    model.add_columns(2, 1.0, 0.0, 1.0, True)
+    model.add_row([0, 1], [1, 1], 3, math.inf)  # two binaries cannot sum to 3
+    result = engines.module(name, "optimum").solve(model, Limits(10))
+    got = (result.status, result.objective, result.bound, result.solution)
+    assert got == ("infeasible", None, None, None)
+
+
+@pytest.mark.parametrize("name", MIP_ENGINES)
+def test_a_mip_engine_stopped_by_its_node_limit_keeps_a_sound_bound(name):
+    # OEIS A006075: 8 knights dominate the 6x6 board.
+    instance = Instance("domination", params(puzzles.get("domination"), {"rows": 6, "cols": 6}))
+    row = solve_instance(instance, name, Limits(60, node_limit=1))
+    assert row["status"] in ("optimal", "node_limit"), row
+    assert row["bound"] is not None and row["bound"] <= 8, row
+    if row["objective"] is not None:
+        assert row["verified"] and row["objective"] >= 8, row
+
+
+@pytest.mark.parametrize("name", engines.with_capability("count"))
+def test_an_engine_that_counts_counts_known_optima(name):
+    # Tic-tac-toe: 16 drawn full boards, 3 up to the square's 8 symmetries (Wikipedia,
+    # "Tic-tac-toe", Combinatorics: 958 terminal positions, 16 of them draws).
+    lines = puzzles.get("monochromatic_lines")
+    instance = Instance(lines.NAME, params(lines, {"n": 3, "d": 2, "counts": [5, 4]}))
+    row = solve_instance(instance, name, QUICK, count=True)
+    assert (row["objective"], row["solutions"], row["inequivalent"]) == (0, 16, 3), row
+
+
+@pytest.mark.parametrize("name", engines.with_capability("split"))
+def test_an_engine_that_splits_proves_a_known_optimum_by_parts(name):
+    from puzzlesweep.proof import Proof, build, solve_one
+    from puzzlesweep.solvers import split as splitting
+
+    # OEIS A181018 (k = 3): 4x4 keeps 9, so 7 stones are removed; the parts of the split
+    # on row 0's stones 0 and 3, each solved by the engine, prove it.
+    proof = Proof("no_k_in_row", {"dims": [4, 4], "k": 3}, "0:0,3", 2, QUICK, solver=name)
+    parts = build(proof)[2].parts
+    rows = [solve_one(proof, part.index, None, proof.limits, "contract") for part in parts]
+    assert {row["solver"] for row in rows} == {f"{name}-split-part"}
+    lowers = [float(json.loads(row["subproblem"])["lower"]) for row in rows]
+    combined = splitting.combine(lowers, [r["objective"] for r in rows if r["verified"]], None)
+    assert combined.proven and (combined.objective, combined.bound) == (7, 7)

@@ -73,7 +73,7 @@ def test_split_proves_with_scip_parts():
     proof = Proof("no_k_in_row", {"dims": [6, 7], "k": 5}, "0:0,5", 3, Limits(60), solver="scip")
     row = solve_one(proof, 0, None, proof.limits, "t")
     assert (row["solver"], row["solver_version"][:3]) == ("scip-split-part", "6.3")
-    with pytest.raises(BadInput, match="prove runs highs or scip"):
+    with pytest.raises(BadInput, match="unknown engine 'x'"):
         build(Proof("no_k_in_row", {"dims": [6, 7], "k": 5}, "0:0", 1, Limits(1), solver="x"))
 
 

@@ -234,12 +234,12 @@ def test_a_solve_leaves_the_other_threads_running(engine):
     import threading
 
     from puzzlesweep.puzzles import domination
-    from puzzlesweep.solve import mip_engine
+    from puzzlesweep.solvers import engines
 
     model = domination.model(domination.Params(rows=10, cols=10))
     results = []
     solver = threading.Thread(
-        target=lambda: results.append(mip_engine(engine).solve(model, Limits(600)))
+        target=lambda: results.append(engines.module(engine, "optimum").solve(model, Limits(600)))
     )
     beats = 0
     solver.start()

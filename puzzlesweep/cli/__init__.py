@@ -2,6 +2,8 @@
 
     puzzlesweep solve FAMILY key=value ... [--solver S] [--time-limit S] [--json]
         [--count] [--picture FILE.png|FILE.svg]
+    puzzlesweep families [--json]
+    puzzlesweep engines [--json]
     puzzlesweep run SPEC.toml [--catalog DIR] [--address tcp://HOST:PORT] [--workers N]
                     [--memory-limit SIZE] [--retries N] [--dashboard-address HOST:PORT]
     puzzlesweep prove FAMILY key=value ... --split TEXT [--solver S] [--width N] [--time-limit S]

@@ -72,7 +72,7 @@ def prove(
     split: SplitOption = "",
     width: WidthOption = None,
     solver: Annotated[
-        str, typer.Option(help="auto | highs | scip: the engine of every part and the probe")
+        str, typer.Option(help="auto or an engine that splits (highs | scip), for every part")
     ] = "auto",
     time_limit: Annotated[float, typer.Option(help="Seconds per part")] = 60.0,
     wall: Annotated[

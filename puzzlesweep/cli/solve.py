@@ -1,5 +1,6 @@
 """`puzzlesweep solve`: one instance, solved in a child process, verified, printed, drawn;
-and `puzzlesweep families`: every family's parameters."""
+`puzzlesweep families`: every family's solvers and parameters; `puzzlesweep engines`:
+the table of engines."""
 
 import json
 import os
@@ -35,7 +36,10 @@ def solve(
     params: Annotated[list[str] | None, typer.Argument(help="key=value parameters")] = None,
     solver: Annotated[
         str | None,
-        typer.Option(help="auto | highs | scip | frontier [default: the family's, auto for MIPs]"),
+        typer.Option(
+            help="auto or an engine: highs | scip | frontier | an installed one "
+            "(`puzzlesweep engines`) [default: the family's, auto for MIPs]"
+        ),
     ] = None,
     time_limit: Annotated[float, typer.Option(help="Seconds for this instance")] = 60.0,
     node_limit: Annotated[int | None, typer.Option(help="Nodes for this instance")] = None,
@@ -44,7 +48,7 @@ def solve(
         bool,
         typer.Option(
             help="Also count the optimal solutions, and those distinct up to the board's "
-            "symmetries (SCIP; another --time-limit for the count)"
+            "symmetries (an engine that counts: SCIP; another --time-limit for the count)"
         ),
     ] = False,
     picture: Annotated[
@@ -212,3 +216,25 @@ def families(
             default = "(required)" if p["required"] else cell_text(p["default"])
             table.add_row(p["name"], escape(p["type"]), escape(default), escape(p["description"]))
         out.print(table)
+
+
+@app.command()
+def engines(
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON list")] = False,
+) -> None:
+    """List every engine (built-in, then installed) with its capabilities and module."""
+    from rich.table import Table
+
+    from puzzlesweep.solvers import engines as table
+
+    listed = [
+        {"engine": e.name, "capabilities": sorted(e.capabilities), "module": e.module}
+        for e in table.table().values()
+    ]
+    if as_json:
+        print(json.dumps(listed))
+        return
+    shown = Table("engine", "capabilities", "module", title="engines (solvers.engines)")
+    for e in listed:
+        shown.add_row(e["engine"], ", ".join(e["capabilities"]), e["module"])
+    out.print(shown)
