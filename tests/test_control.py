@@ -71,6 +71,17 @@ def test_the_flows_parameters_are_the_settings_with_descriptions():
     assert {name: schema[name].get("default") for name in defaults} == defaults
 
 
+def test_every_setting_is_an_option_of_run():
+    # docs/development.md, "Adding a run option": a field of RunSettings is an option of
+    # `puzzlesweep run` (the catalog's is spelt --catalog, its parameter `location`).
+    import inspect
+
+    from puzzlesweep.cli.run import run
+
+    options = set(inspect.signature(run).parameters) - {"spec", "dry_run"}
+    assert options == {*RunSettings.model_fields} - {"catalog"} | {"location"}
+
+
 def test_the_run_row_ends_once_and_a_failed_end_is_one_line(tmp_path, monkeypatch):
     results = tmp_path / "results"
     record = start(knights("ending", "3..4"), RunSettings(catalog=str(results)))

@@ -128,3 +128,12 @@ def test_nothing_points_at_a_document_outside_the_repository():
     ]
     assert len(texts) > 100
     assert found == []
+
+
+def test_the_catalog_page_names_every_common_column():
+    # docs/development.md, "Adding a catalog column": a column is named on the page.
+    from puzzlesweep.catalog.schema import COMMON_COLUMNS
+
+    page = (ROOT / "docs" / "catalog.md").read_text()
+    unnamed = [name for name, _ in COMMON_COLUMNS if f"`{name}`" not in page]
+    assert unnamed == []

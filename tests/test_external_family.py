@@ -22,13 +22,15 @@ ROOT = Path(__file__).resolve().parents[1]
 FILE_BLOCK = re.compile(r"^```\w+ file=(\S+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
-def write_project(folder: Path) -> None:
-    """Write every `file=` block of docs/development.md into `folder`."""
+def write_project(folder: Path, project: str = ".") -> set[str]:
+    """Write into `folder` the `file=` blocks of docs/development.md named `project/FILE`
+    (the family's are named `FILE` alone); returns the names written."""
     blocks = FILE_BLOCK.findall((ROOT / "docs" / "development.md").read_text())
-    assert {name for name, _ in blocks} == {"grid_cover.py", "pyproject.toml"}
+    chosen = {Path(name).name: text for name, text in blocks if str(Path(name).parent) == project}
     folder.mkdir()
-    for name, text in blocks:
+    for name, text in chosen.items():
         (folder / name).write_text(text)
+    return set(chosen)
 
 
 def install(project: Path, site: Path) -> None:
@@ -54,7 +56,7 @@ def install(project: Path, site: Path) -> None:
 def site(tmp_path, monkeypatch) -> Path:
     """The documented project installed into `tmp_path/site`, seen by this process
     (`sys.path`) and by the processes it starts (`PYTHONPATH`)."""
-    write_project(tmp_path / "grid-cover")
+    assert write_project(tmp_path / "grid-cover") == {"grid_cover.py", "pyproject.toml"}
     install(tmp_path / "grid-cover", tmp_path / "site")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     paths = [str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")]
