@@ -32,6 +32,8 @@ def check_solver(family: str, solver: str | None) -> str:
     if solver is None:
         return supported[0]
     if solver not in supported:
+        if solver in engines.refused():
+            engines.get(solver)  # raises why the installed engine cannot run
         raise BadInput(f"family {family} supports solver {', '.join(supported)}, not {solver!r}")
     return solver
 

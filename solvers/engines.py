@@ -72,17 +72,26 @@ BUILTIN = {
 
 
 def table() -> dict[str, Engine]:
-    """Every engine by name: the built-in ones, then the installed ones sorted by name
-    (raises BadInput for an installed engine that cannot be imported or lacks a member)."""
-    points = importlib.metadata.entry_points(group=ENTRY_POINTS)
-    installed = {p.name: p for p in points if p.name not in BUILTIN}
-    return {**BUILTIN, **{name: _installed(installed[name]) for name in sorted(installed)}}
+    """Every engine that can run, by name: the built-in ones, then the installed ones
+    sorted by name. An installed engine that cannot run (`refused`) is left out: it
+    must not stop the others; asking for it by name (`get`) says why."""
+    installed = _installed().items()
+    return {**BUILTIN, **{name: e for name, e in installed if isinstance(e, Engine)}}
+
+
+def refused() -> dict[str, str]:
+    """The installed engines that cannot run, by name: why (one line each), e.g. "engine
+    'half' (module half_engine) lacks count"."""
+    return {name: str(e) for name, e in _installed().items() if isinstance(e, BadInput)}
 
 
 def get(name: str, capability: str | None = None) -> Engine:
     """The engine called `name`, which must have `capability` when given. Raises
-    BadInput naming the engines there are (or those with the capability)."""
-    engine = BUILTIN.get(name) or _LOADED.get(name) or table().get(name)
+    BadInput naming the engines there are (or those with the capability), or what an
+    installed engine of that name lacks."""
+    engine = BUILTIN.get(name) or _LOADED.get(name) or _installed().get(name)
+    if isinstance(engine, BadInput):
+        raise BadInput(str(engine))
     if engine is None:
         raise BadInput(f"unknown engine {name!r}; engines: {', '.join(table())}")
     if capability is not None and capability not in engine.capabilities:
@@ -101,29 +110,39 @@ def with_capability(capability: str) -> tuple[str, ...]:
     return tuple(name for name, engine in table().items() if capability in engine.capabilities)
 
 
-def _installed(point: importlib.metadata.EntryPoint) -> Engine:
-    """The engine an installed entry point names, its module checked once per process:
-    `NAME` equal to the entry point's name, `VERSION`, known `CAPABILITIES` and the
-    members they need. Raises BadInput naming what is wrong."""
-    if point.name in _LOADED:
-        return _LOADED[point.name]
+def _installed() -> dict[str, "Engine | BadInput"]:
+    """Each installed engine by name, sorted: its row, or the BadInput that refuses it;
+    each module is loaded and checked once per process (`_check`)."""
+    points = importlib.metadata.entry_points(group=ENTRY_POINTS)
+    chosen = {p.name: p for p in points if p.name not in BUILTIN}
+    for name, point in chosen.items():
+        if name not in _LOADED:
+            try:
+                _LOADED[name] = _check(point)
+            except BadInput as exc:
+                _LOADED[name] = exc
+    return {name: _LOADED[name] for name in sorted(chosen)}
+
+
+def _check(point: importlib.metadata.EntryPoint) -> Engine:
+    """The engine an installed entry point names, its module checked: `NAME` equal to
+    the entry point's name, `VERSION`, known `CAPABILITIES` and the members they need.
+    Raises BadInput naming what is wrong."""
     where = f"engine {point.name!r} (module {point.value})"
-    engine = Engine(point.name, point.value, frozenset())
-    loaded = engine.load()
-    capabilities = frozenset(getattr(loaded, "CAPABILITIES", ()))
-    unknown = sorted(capabilities - CAPABILITIES.keys())
-    if not capabilities or unknown:
-        raise BadInput(
-            f"{where} has CAPABILITIES {sorted(capabilities)}; each of {[*CAPABILITIES]}"
-        )
+    loaded = Engine(point.name, point.value, frozenset()).load()
+    said = getattr(loaded, "CAPABILITIES", ())
+    capabilities = frozenset(said) if isinstance(said, set | frozenset | tuple | list) else None
+    if not capabilities or not capabilities <= CAPABILITIES.keys():
+        raise BadInput(f"{where} has CAPABILITIES {said!r}; a set of {', '.join(CAPABILITIES)}")
     needed = {"NAME", "VERSION"} | {m for c in capabilities for m in CAPABILITIES[c]}
-    missing = sorted(m for m in needed if not hasattr(loaded, m))
-    if missing or loaded.NAME != point.name:
-        raise BadInput(f"{where} lacks {', '.join(missing) or 'NAME = ' + repr(point.name)}")
-    _LOADED[point.name] = Engine(point.name, point.value, capabilities)
-    return _LOADED[point.name]
+    if missing := sorted(m for m in needed if not hasattr(loaded, m)):
+        raise BadInput(f"{where} lacks {', '.join(missing)}")
+    if loaded.NAME != point.name:
+        raise BadInput(f"{where} says NAME = {loaded.NAME!r}; it must be {point.name!r}")
+    return Engine(point.name, point.value, capabilities)
 
 
-#: The installed engines this process has loaded and checked (as `sys.modules` keeps
-#: modules): a worker asks for its engine once per instance.
-_LOADED: dict[str, Engine] = {}
+#: The installed engines this process has loaded and checked, or the BadInput that
+#: refused each (as `sys.modules` keeps modules): a worker asks for its engine once per
+#: instance.
+_LOADED: dict[str, "Engine | BadInput"] = {}

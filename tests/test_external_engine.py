@@ -84,21 +84,34 @@ def test_the_documented_engine_solves_from_the_command_line(site):
     assert "supports solver frontier, not 'bnb'" in refused.stderr
 
 
-def test_an_engine_that_lacks_a_member_is_refused_in_one_line(site):
+def test_a_broken_engine_is_refused_in_one_line_and_stops_nothing_else(site):
     (site / "half_engine.py").write_text(
         (site / "bnb_engine.py")
         .read_text()
         .replace('NAME = "bnb"', 'NAME = "half"')
         .replace('CAPABILITIES = frozenset({"optimum"})', 'CAPABILITIES = {"optimum", "count"}')
     )
+    (site / "boom_engine.py").write_text('raise ImportError("no module named cplex")\n')
     points = next(site.glob("*.dist-info")) / "entry_points.txt"
-    points.write_text(points.read_text() + "half = half_engine\n")
+    points.write_text(points.read_text() + "half = half_engine\nboom = boom_engine\n")
     try:
-        with pytest.raises(BadInput) as refused:
+        assert list(engines.table()) == ["highs", "scip", "frontier", "bnb"]
+        assert engines.refused() == {
+            "boom": "engine 'boom': boom_engine cannot be imported: no module named cplex",
+            "half": "engine 'half' (module half_engine) lacks count",
+        }
+        with pytest.raises(BadInput, match=r"^engine 'half' \(module half_engine\) lacks count$"):
             engines.get("half")
-        message = str(refused.value)
-        assert message == "engine 'half' (module half_engine) lacks count"
-        listed = run("-m", "puzzlesweep.cli", "engines")
+        listed = run("-m", "puzzlesweep.cli", "engines", "--json")
         assert listed.returncode == 2 and "lacks count" in listed.stderr, listed.stderr
+        assert "cannot be imported" in listed.stderr
+        assert [e["engine"] for e in json.loads(listed.stdout)][-1] == "bnb"
+        # The other engines run as before; the broken one is refused by name.
+        done = run("-m", "puzzlesweep.cli", "solve", "domination", "rows=3", "cols=3", "--json")
+        assert done.returncode == 0 and json.loads(done.stdout)["objective"] == 4, done.stderr
+        half = run(
+            "-m", "puzzlesweep.cli", "solve", "domination", "rows=3", "cols=3", "--solver", "half"
+        )
+        assert half.returncode == 2 and "lacks count" in half.stderr, half.stderr
     finally:
         sys.modules.pop("half_engine", None)

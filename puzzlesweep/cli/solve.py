@@ -222,7 +222,8 @@ def families(
 def engines(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON list")] = False,
 ) -> None:
-    """List every engine (built-in, then installed) with its capabilities and module."""
+    """List every engine (built-in, then installed) with its capabilities and module;
+    an installed engine that cannot run is named on stderr with why, and exits 2."""
     from rich.table import Table
 
     from puzzlesweep.solvers import engines as table
@@ -233,8 +234,10 @@ def engines(
     ]
     if as_json:
         print(json.dumps(listed))
-        return
-    shown = Table("engine", "capabilities", "module", title="engines (solvers.engines)")
-    for e in listed:
-        shown.add_row(e["engine"], ", ".join(e["capabilities"]), e["module"])
-    out.print(shown)
+    else:
+        shown = Table("engine", "capabilities", "module", title="engines (solvers.engines)")
+        for e in listed:
+            shown.add_row(e["engine"], ", ".join(e["capabilities"]), e["module"])
+        out.print(shown)
+    if refused := table.refused():
+        raise fail("; ".join(refused.values()))
