@@ -185,6 +185,20 @@ def test_a_failed_count_keeps_the_optimum_and_nulls_only_the_counts(monkeypatch)
     assert row["error"] == "count: Burnside's sum 133 is not divisible by the group order 3"
 
 
+def test_a_count_stopped_at_its_limit_keeps_the_optimum_and_its_own_seconds():
+    # ../shared/PUZZLES.md: 4^3 with (32, 32) -> 0 monochromatic lines. The optimum is
+    # found in hundredths of a second; counting its optima takes more than 20 s here, so
+    # a 5 s count stops at its limit. The count runs on its own clock after the solve:
+    # solve_seconds is the solve's alone, well under the count's 5 s.
+    lines = puzzles.get("monochromatic_lines")
+    params = make_params(lines.Params, {"n": 4, "d": 3, "counts": [32, 32]})
+    row = solve_instance(Instance(lines.NAME, params), "scip", Limits(5), count=True)
+    assert (row["status"], row["objective"], row["verified"]) == ("optimal", 0, True)
+    assert (row["solutions"], row["inequivalent"]) == (None, None)
+    assert row["error"].startswith("count: stopped at the time limit after")
+    assert row["solve_seconds"] < 5
+
+
 def test_auto_picks_an_engine_per_size_and_the_row_names_it():
     assert resolve_solver(knights(6), "auto") == "highs"
     assert resolve_solver(knights(14), "auto") == "scip"
