@@ -18,7 +18,8 @@ members its capabilities need:
 
 The built-in engines are below; another project adds one through the entry point group
 `puzzlesweep.engines` (name = module; the module says `CAPABILITIES`), as families are
-added (docs/development.md, "Adding an engine").
+added (docs/development.md, "Adding an engine"). A built-in name always means the
+built-in engine: an entry point of that name is not read.
 """
 
 import importlib
@@ -132,8 +133,10 @@ def _check(point: importlib.metadata.EntryPoint) -> Engine:
     loaded = Engine(point.name, point.value, frozenset()).load()
     said = getattr(loaded, "CAPABILITIES", ())
     capabilities = frozenset(said) if isinstance(said, set | frozenset | tuple | list) else None
-    if not capabilities or not capabilities <= CAPABILITIES.keys():
-        raise BadInput(f"{where} has CAPABILITIES {said!r}; a set of {', '.join(CAPABILITIES)}")
+    unknown = sorted(capabilities - CAPABILITIES.keys()) if capabilities else None
+    if not capabilities or unknown:
+        what = f"unknown capability {', '.join(unknown)}" if unknown else f"CAPABILITIES {said!r}"
+        raise BadInput(f"{where} has {what}; CAPABILITIES is a set of {', '.join(CAPABILITIES)}")
     needed = {"NAME", "VERSION"} | {m for c in capabilities for m in CAPABILITIES[c]}
     if missing := sorted(m for m in needed if not hasattr(loaded, m)):
         raise BadInput(f"{where} lacks {', '.join(missing)}")

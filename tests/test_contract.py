@@ -269,9 +269,12 @@ def test_the_instance_key_is_the_one_written_down(family):
 # `python -m pytest tests/test_contract.py -k NAME`.
 
 
-@pytest.fixture(params=list(engines.table()))
+@pytest.fixture(params=[*engines.table(), *engines.refused()])
 def engine(request) -> engines.Engine:
-    """The engine under test, looked up as the solve path looks it up."""
+    """The engine under test, looked up as the solve path looks it up; an installed
+    engine that cannot run fails every test with why (`engines.refused`)."""
+    if request.param in engines.refused():
+        pytest.fail(engines.refused()[request.param])
     return engines.get(request.param)
 
 

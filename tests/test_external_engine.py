@@ -113,5 +113,12 @@ def test_a_broken_engine_is_refused_in_one_line_and_stops_nothing_else(site):
             "-m", "puzzlesweep.cli", "solve", "domination", "rows=3", "cols=3", "--solver", "half"
         )
         assert half.returncode == 2 and "lacks count" in half.stderr, half.stderr
+        # The contract suite fails it with why, rather than leaving it out.
+        contract = run(
+            "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_contract.py", "-k", "half"
+        )  # fmt: skip
+        assert contract.returncode == 1, contract.stdout[-3000:]
+        assert re.search(r"\b2 errors\b", contract.stdout), contract.stdout[-3000:]
+        assert "lacks count" in contract.stdout
     finally:
         sys.modules.pop("half_engine", None)
