@@ -82,7 +82,7 @@ def test_memory_limit_is_an_error_row_and_the_next_instance_runs():
     try:
         # 64,000 cells, about a million windows: the model alone needs far more.
         row = small.solve(request("no_k_in_row", {"dims": [40, 40, 40], "k": 5}, "highs", 60))
-        assert row["status"] == "error"
+        assert row["status"] == "error", row["error"]
         assert row["error"].startswith("memory limit 320 MiB exceeded: MemoryError")
         row = small.solve(
             request("domination", {"piece": "knight", "rows": 8, "cols": 8}, "highs", 60)

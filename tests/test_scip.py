@@ -186,7 +186,7 @@ def test_a_failed_count_keeps_the_optimum_and_nulls_only_the_counts(monkeypatch)
 
 
 def test_a_count_stopped_at_its_limit_keeps_the_optimum_and_its_own_seconds():
-    # ../shared/PUZZLES.md: 4^3 with (32, 32) -> 0 monochromatic lines. The optimum is
+    # docs/families.md: 4^3 with (32, 32) -> 0 monochromatic lines. The optimum is
     # found in hundredths of a second; counting its optima takes more than 20 s here, so
     # a 5 s count stops at its limit. The count runs on its own clock after the solve:
     # solve_seconds is the solve's alone, well under the count's 5 s.
