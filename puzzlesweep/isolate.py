@@ -10,7 +10,11 @@ puzzlesweep.isolate`) and the worker only waits:
 
 - memory: the child runs under `RLIMIT_DATA` = `memory_limit` bytes (heap and private
   anonymous mappings, Linux >= 4.7); an allocation past it raises MemoryError inside the
-  solver, recorded as status `error` with a message naming the limit.
+  solver, recorded as status `error` with a message naming the limit. The child has one
+  malloc arena (`MALLOC_ARENA_MAX=1`): with several threads (OpenBLAS's, Arrow's),
+  glibc answered a failed allocation by making new arenas again and again, and a child
+  at its limit then spun for minutes instead of raising (about 1 solve in 10 at the
+  limit, three at a time on 2 cores; seen as a kill past the time limit).
 - time: the worker kills the child when an instance runs `GRACE` seconds past its time
   limit and records status `time_limit` with a message saying it was killed (no
   incumbent survives). The clock starts when the instance is sent, after the child's
@@ -119,6 +123,7 @@ class Child:
             text=True,
             bufsize=1,
             process_group=0,  # a terminal's Ctrl-C is for the run, not for its solvers
+            env={**os.environ, "MALLOC_ARENA_MAX": "1"},  # fail at the limit, never spin
         )
         self._peak_kib = 0
         self._read_line(process, time.monotonic() + STARTUP)

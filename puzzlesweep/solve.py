@@ -257,7 +257,8 @@ def solve_instances(
     Solver `auto` is resolved per class (`resolve_solver`) and the row names the
     engine. With `count`, a proven optimum also gets `solutions` and `inequivalent`
     (`count_optima`; their seconds are not in `solve_seconds`). Never raises for a
-    failing model, solver or verifier."""
+    failing model, solver or verifier, except MemoryError (out of memory, nothing here
+    can make a row: the solver process does, `isolate.serve`)."""
     return solve_classes(instances, lambda canonical: _solve(canonical, solver, limits, count))
 
 
@@ -303,6 +304,8 @@ def _solve(instance: Instance, solver: str, limits: Limits, count: bool) -> dict
         if counted.get("error") and row["error"] is None:
             row["error"] = counted["error"]
         row.update(solutions=counted.get("solutions"), inequivalent=counted.get("inequivalent"))
+    except MemoryError:  # the model's frames hold the memory: the caller (the solver
+        raise  # process, isolate.serve) makes the row once they are gone
     except Exception as exc:  # one crashing instance must not lose the batch
         last = traceback.extract_tb(exc.__traceback__)[-1]
         row.update(status="error", error=f"{type(exc).__name__}: {exc} ({last.name}:{last.lineno})")
