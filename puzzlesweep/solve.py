@@ -218,8 +218,9 @@ def count_optima(
     family = puzzles.get(instance.family)
     params = family.canonical(instance.params)
     try:
-        able = engines.with_capability("count")
-        counter = engines.module(engine if engine in able else able[0], "count")
+        if "count" not in engines.get(engine).capabilities:
+            engine = engines.with_capability("count")[0]  # read the table only then
+        counter = engines.module(engine, "count")
         model, symmetries = family.model(params), family.symmetries(params)
         found = counter.count(model, result.objective, symmetries, limits)
     except ValueError as exc:  # Burnside's sum is not divisible by the group order
