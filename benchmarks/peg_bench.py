@@ -27,9 +27,9 @@ engine's default memory limit (4 GiB), into a temporary catalog; prints each sta
 class's row (status, fewest moves, bound, seconds) and the sweep's wall time, against
 the 15-minute target of issue 23.
 
-Bounds (`--bounds N...`): the all-starts search of T_N with the Merson bound of the
-corners and edge pairs (the engine before, `stars=False`) and with the stars, side by
-side: per target the positions stored (both sides' layers), the children made, the
+Bounds (`--bounds N...`): the all-starts search of T_N with the bound of the Merson
+regions alone (the engine before, `last_move=False`) and with the last move's bound of
+the token classes too, side by side: per target the positions stored (both sides' layers), the children made, the
 share the bound pruned, the seconds; then the answer, wall and CPU seconds.
 
 Wall (`--wall-check N --limit S`): `puzzlesweep search peg_solitaire side=N start=all
@@ -55,7 +55,8 @@ import sys
 import tempfile
 import time
 
-from puzzlesweep.flows.cluster import dask_cluster, prefect_api
+from puzzlesweep.flows.api import prefect_api
+from puzzlesweep.flows.cluster import dask_cluster
 from puzzlesweep.flows.shard import sharded_search
 from puzzlesweep.puzzles import peg_solitaire as peg
 from puzzlesweep.solvers import Limits, frontier
@@ -192,17 +193,18 @@ def sweep_starts(side: int) -> None:
 
 
 def bounds(side: int, limit: float, memory: int) -> None:
-    """The all-starts fewest-moves search of T_side with the Merson bound of corners and
-    edge pairs (the engine before, `stars=False`) and with the stars too, side by side:
-    per target the positions stored (forward + backward layers), the children made,
-    the share the bound pruned, and the seconds (wall, and CPU of this process: the
-    machine is shared)."""
+    """The all-starts fewest-moves search of T_side with the bound of the Merson regions
+    alone (corners, edge pairs, stars: `last_move=False`, the engine before) and with the
+    last move's bound too (`frontier.problem.token_classes`), side by side: per target
+    the positions stored (forward + backward layers), the children made, the share the
+    bound pruned, and the seconds (wall, and CPU of this process)."""
     problem = peg.problem(side, list(range(peg.holes(side))), None, "min_moves", memory)
     frontier.warm()
-    for stars in (False, True):
-        name = "corners, edge pairs and stars" if stars else "corners and edge pairs (before)"
+    for last_move in (False, True):
+        name = "regions and the last move" if last_move else "regions alone (before)"
         cpu = time.process_time()
-        result = frontier.solve(dataclasses.replace(problem, stars=stars, tables={}), Limits(limit))
+        changed = dataclasses.replace(problem, last_move=last_move, tables={})
+        result = frontier.solve(changed, Limits(limit))
         cpu = time.process_time() - cpu
         peak = result.extra.get("peak_bytes", 0)
         print(f"T_{side}, bound of {name}:", flush=True)

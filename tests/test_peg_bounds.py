@@ -28,6 +28,7 @@ from puzzlesweep.solvers.frontier.problem import (
     move_tables,
     prune_table,
     reachable_goals,
+    token_classes,
 )
 from tests.conftest import ROOT
 
@@ -110,6 +111,30 @@ def test_a_move_lowers_the_forward_region_bound_by_at_most_one(side):
                 checked += 1
                 drops += bound_of(child, prune) == h - 1
     assert checked > 1000 and drops > 100  # the bound does fall by one, never by two
+
+
+def test_the_last_move_needs_a_token_alone_in_its_class():
+    # A jump moves a peg two holes along a line, so a peg keeps its class (row mod 2,
+    # column mod 2) and jumps only pegs of the three other classes: the mover of a
+    # last move was alone in its class. On every board of T_5 (exact fewest moves to one
+    # peg anywhere, by the dynamic programme above) the bound with this count stays
+    # admissible, and it lifts the regions' bound of 0 or 1 to 2 on 1,302 of them.
+    for side in range(4, 11):
+        places, rules = peg_solitaire.geometry(side)
+        parity = {}
+        for hole, (row, col) in enumerate(places):
+            parity[row % 2, col % 2] = parity.get((row % 2, col % 2), 0) | 1 << hole
+        assert token_classes(np.array(rules), len(places)) == sorted(parity.values())
+    everything = engine.problem(5, list(range(15)), None, "min_moves")
+    regions = prune_table(replace(everything, last_move=False, tables={}), 1)
+    both = prune_table(everything, 1)
+    lifted = 0
+    for board, d in _moves_to_goal(everything).items():
+        assert bound_of(board, both) <= d, board
+        lifted += bound_of(board, regions) < 2 == bound_of(board, both)
+    assert lifted == 1302
+    # a rule that jumps a cell of the mover's own class leaves no classes to count
+    assert token_classes(np.array([(0, 1, 2), (1, 0, 2)]), 3) == []
 
 
 def test_stars_of_the_triangle_raise_the_bound_at_the_start():

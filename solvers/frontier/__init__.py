@@ -152,6 +152,10 @@ def solve(problem: LayeredProblem, limits: Limits) -> SolverResult:
         result.status, result.message = stop.status, stop.message
         if problem.question != "min_moves":
             result.bound = None
+    except MemoryError as exc:  # an allocation the system refused: a limit, like Stop
+        result.status, result.message = "error", f"memory limit: {exc}"
+        if problem.question != "min_moves":  # min_moves' bound is what failed targets proved
+            result.bound = None
     except Exception as exc:  # a crashing search becomes an error row, not a lost batch
         result.status, result.message = "error", f"{type(exc).__name__}: {exc}"
         result.bound = None

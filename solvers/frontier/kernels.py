@@ -52,7 +52,10 @@ def regions_bound(board, prune):
     it: a largest packing) and the fewest cells meeting every such star (moves start on
     one cell each; the stars lie off the pairs' cells), minus `less` (the regions that
     may stay as they are: a goal's token on a corner, a start's empty cell), at least
-    0; 0 for kind 0."""
+    0; 0 for kind 0. Kind 1 with token classes (`problem.token_classes`, after the
+    hitting sets: their number, then their masks) also counts the last move: a board of
+    two or more tokens needs 1 move, and 2 unless some class holds exactly one token;
+    the larger of the two bounds is returned."""
     kind = prune[0]
     if kind == 0:
         return 0
@@ -79,7 +82,25 @@ def regions_bound(board, prune):
         if (board & star == star) == full:
             mask |= 1 << k
     count += np.int64(prune[at + 1 + stars + mask])
-    return max(count - np.int64(prune[1]), 0)
+    count = max(count - np.int64(prune[1]), 0)
+    at += 1 + stars + (1 << stars)
+    if at < prune.shape[0] and prune[at] > 0 and count < 2 and tokens(board) > 1:
+        count = 2  # ... unless one class holds a single token: the last move's mover
+        for k in range(np.int64(prune[at])):
+            if tokens(board & prune[at + 1 + k]) == 1:
+                count = 1
+                break
+    return count
+
+
+@njit(cache=True)
+def tokens(board):
+    """The tokens (set bits) of a uint64 board."""
+    count = 0
+    while board:
+        board &= board - _ONE
+        count += 1
+    return count
 
 
 @njit(cache=True)

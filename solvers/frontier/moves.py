@@ -1,7 +1,10 @@
 """The `min_moves` question: fewest moves from a start to a goal, by a breadth-first
 search by moves from both ends that meets in the middle, pruned by Merson regions
 (`problem.prune_table`: corners, edge pairs and stars, an admissible and consistent
-bound on the moves still needed, or made so far on the backward side).
+bound on the moves still needed, or made so far on the backward side) and, forward, by
+the last move (`problem.token_classes`: a board one move from a one-token goal has a
+token alone in its class; where the backward side is never grown, as on T_9, this
+empties the forward layer before the last of nearly all its positions).
 
 Forward from the starts by moves; backward from the goals by *reverse moves* (rules
 undone in a row by one token), so that a position at backward distance d reaches a goal

@@ -38,7 +38,9 @@ class LayeredProblem:
     itself. starts, goals: tuples of bitboards (Python ints). question: see the module
     docstring. memory: bytes the search may keep. stars: whether the Merson bound counts
     the stars (`merson_regions`; False: the corners and edge pairs alone, the bound of
-    the engine before, kept for benchmarks/peg_bench.py).
+    the engine before, kept for benchmarks/peg_bench.py). last_move: whether the bound
+    also counts the last move by `token_classes` (False: the regions alone, kept for
+    benchmarks/peg_bench.py).
     """
 
     size: int
@@ -49,6 +51,7 @@ class LayeredProblem:
     question: Literal["solve", "min_moves", "reachable"] = "min_moves"
     memory: int = MEMORY
     stars: bool = True
+    last_move: bool = True
     tables: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -184,7 +187,8 @@ def prune_table(problem: LayeredProblem, kind: int) -> np.ndarray:
     a move each, less those a goal may keep full), kind 2 (backward: regions not full
     were changed by a move each since the start, less those a start may not fill).
     Layout (uint64): kind, less, singles, the number of pairs, the pairs, the number of
-    stars, the stars, their `hitting_sets` (see `kernels.regions_bound`). A goal's one
+    stars, the stars, their `hitting_sets`, and on kind 1 when every goal is one token,
+    the number of `token_classes` and their masks (see `kernels.regions_bound`). A goal's one
     token keeps at most one region full (a single; stars and pairs need more), and a
     start's one empty cell lies in regions that one extra move would all meet, so
     `less` is at most 1 on one-token goals and one-vacancy starts."""
@@ -203,8 +207,37 @@ def prune_table(problem: LayeredProblem, kind: int) -> np.ndarray:
             less = max((full & ~s & cells).bit_count() for s in problem.starts)
         cover = hitting_sets(stars, problem.size)
         table = [kind, less, singles, len(pairs), *pairs, len(stars), *stars, *cover]
+        if kind == 1 and problem.last_move and all(g.bit_count() == 1 for g in problem.goals):
+            classes = token_classes(problem.rules, problem.size)
+            table += [len(classes), *classes]
         problem.tables[name] = _frozen(np.array(table, np.uint64))
     return problem.tables[name]
+
+
+def token_classes(rules: np.ndarray, size: int) -> list[int]:
+    """The classes of cells a token keeps to, as bitboards: the cells joined by a
+    rule's a and c (a token moves from a to c), when no rule jumps over a cell of the
+    mover's own class (b's class differs from a's); [] when some rule does. On the
+    triangle they are the four classes of (row mod 2, column mod 2), since a jump moves
+    a peg two steps along a line. A one-token goal reached in one move was reached by a
+    mover that jumped every other token, so the mover was alone in its class: the last
+    move's bound of `kernels.regions_bound`."""
+    parent = list(range(size))
+
+    def root(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, _, c in rules:
+        parent[root(int(a))] = root(int(c))
+    if any(root(int(a)) == root(int(b)) for a, b, _ in rules):
+        return []
+    masks: dict[int, int] = {}
+    for x in range(size):
+        masks[root(x)] = masks.get(root(x), 0) | 1 << x
+    return sorted(masks.values())
 
 
 def bound_of(board: int, prune: np.ndarray) -> int:
