@@ -28,8 +28,8 @@ class's row (status, fewest moves, bound, seconds) and the sweep's wall time, ag
 the 15-minute target of issue 23.
 
 Bounds (`--bounds N...`): the all-starts search of T_N with the bound of the Merson
-regions alone (the engine before, `last_move=False`) and with the last move's bound of
-the token classes too, side by side: per target the positions stored (both sides'
+regions alone (the engine before, `classes=False`) and with the bound of the token
+classes too (the larger of the two), side by side: per target the positions stored (both sides'
 layers), the children made, the share the bound pruned, the seconds; then the answer,
 wall and CPU seconds.
 
@@ -195,16 +195,16 @@ def sweep_starts(side: int) -> None:
 
 def bounds(side: int, limit: float, memory: int) -> None:
     """The all-starts fewest-moves search of T_side with the bound of the Merson regions
-    alone (corners, edge pairs, stars: `last_move=False`, the engine before) and with the
-    last move's bound too (`frontier.problem.token_classes`), side by side: per target
+    alone (corners, edge pairs, stars: `classes=False`, the engine before) and with the
+    token classes' bound too (`frontier.kernels.classes_bound`), side by side: per target
     the positions stored (forward + backward layers), the children made, the share the
     bound pruned, and the seconds (wall, and CPU of this process)."""
     problem = peg.problem(side, list(range(peg.holes(side))), None, "min_moves", memory)
     frontier.warm()
-    for last_move in (False, True):
-        name = "regions and the last move" if last_move else "regions alone (before)"
+    for classes in (False, True):
+        name = "regions and token classes" if classes else "regions alone (before)"
         cpu = time.process_time()
-        changed = dataclasses.replace(problem, last_move=last_move, tables={})
+        changed = dataclasses.replace(problem, classes=classes, tables={})
         result = frontier.solve(changed, Limits(limit))
         cpu = time.process_time() - cpu
         peak = result.extra.get("peak_bytes", 0)

@@ -52,19 +52,13 @@ def regions_bound(board, prune):
     it: a largest packing) and the fewest cells meeting every such star (moves start on
     one cell each; the stars lie off the pairs' cells), minus `less` (the regions that
     may stay as they are: a goal's token on a corner, a start's empty cell), at least
-    0; 0 for kind 0. Kind 1 with token classes (`problem.token_classes`, after the
-    hitting sets: their number, then their masks) also counts the last move: a board of
-    two or more tokens needs 1 move, and 2 unless some class holds exactly one token;
-    the larger of the two bounds is returned."""
+    0; 0 for kind 0. Kind 1 with a class table after the hitting sets returns the larger
+    of this and `classes_bound`."""
     kind = prune[0]
     if kind == 0:
         return 0
     full = kind == 1
-    count = 0
-    rest = board & prune[2] if full else ~board & prune[2]
-    while rest:
-        rest &= rest - _ONE
-        count += 1
+    count = tokens(board & prune[2] if full else ~board & prune[2])
     used = np.uint64(0)
     pairs = np.int64(prune[3])
     for k in range(4, 4 + pairs):
@@ -84,23 +78,69 @@ def regions_bound(board, prune):
     count += np.int64(prune[at + 1 + stars + mask])
     count = max(count - np.int64(prune[1]), 0)
     at += 1 + stars + (1 << stars)
-    if at < prune.shape[0] and prune[at] > 0 and count < 2 and tokens(board) > 1:
-        count = 2  # ... unless one class holds a single token: the last move's mover
-        for k in range(np.int64(prune[at])):
-            if tokens(board & prune[at + 1 + k]) == 1:
-                count = 1
-                break
+    if at < prune.shape[0]:
+        count = max(count, classes_bound(board, prune, at, count))
     return count
 
 
 @njit(cache=True)
+def classes_bound(board, prune, at, floor):
+    """The fewest moves to one token of a relaxed game on the token classes
+    (`problem.class_table` at prune[at:]: n, the classes' cells, the cells each class's
+    token may jump over, the goals' classes as a bitmask). A move is made by a token of
+    one class, which may land anywhere in its class and removes only tokens of other
+    classes on cells that class may jump over (`problem.token_classes`: no rule jumps
+    the mover's own class). So for the set S of classes that move in a finish: every
+    token of a class outside S lies on a cell S may jump over; a token of a class in S
+    that S may not jump over must move itself, so that class makes at least as many
+    moves as it holds such tokens, and at least one; S holds the class of the last
+    token (it made the last move), and a class moving alone holds one token. The bound
+    is the least total over every such S; 64 when there is none (no finish at all), 0
+    for fewer than two tokens. Admissible: a real finish is a finish of the relaxed
+    game. Stops once a set's total is at most `floor` (the caller takes the larger)."""
+    n = np.int64(prune[at])
+    if n == 0 or tokens(board) < 2:
+        return 0
+    finals = np.int64(prune[at + 1 + 2 * n])
+    best = 64
+    for moving in range((1 << n) - 1, 0, -1):
+        if moving & finals == 0:
+            continue
+        reach = np.uint64(0)
+        for k in range(n):
+            if moving >> k & 1:
+                reach |= prune[at + 1 + n + k]
+        alone = moving & (moving - 1) == 0
+        moves = 0
+        for k in range(n):
+            held = board & prune[at + 1 + k]
+            if moving >> k & 1:
+                if held == 0 or (alone and tokens(held) > 1):
+                    moves = 64
+                    break
+                moves += max(1, tokens(held & ~reach))
+            elif held & ~reach:
+                moves = 64
+                break
+        best = min(best, moves)
+        if best <= floor:
+            break
+    return best
+
+
+_M1 = np.uint64(0x5555555555555555)
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_H01 = np.uint64(0x0101010101010101)
+
+
+@njit(cache=True)
 def tokens(board):
-    """The tokens (set bits) of a uint64 board."""
-    count = 0
-    while board:
-        board &= board - _ONE
-        count += 1
-    return count
+    """The tokens (set bits) of a uint64 board (a branch-free population count)."""
+    x = board - ((board >> _ONE) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return np.int64((x * _H01) >> np.uint64(56))
 
 
 @njit(cache=True)

@@ -2,9 +2,10 @@
 search by moves from both ends that meets in the middle, pruned by Merson regions
 (`problem.prune_table`: corners, edge pairs and stars, an admissible and consistent
 bound on the moves still needed, or made so far on the backward side) and, forward, by
-the last move (`problem.token_classes`: a board one move from a one-token goal has a
-token alone in its class; where the backward side is never grown, as on T_9, this
-empties the forward layer before the last of nearly all its positions).
+the token classes (`kernels.classes_bound`: the fewest moves of a relaxed game in which
+a token keeps its class and jumps only the cells its class may jump; strong in the last
+layers of a target, where it prunes nearly every position of the forward search when
+the backward side is never grown, as on T_9).
 
 Forward from the starts by moves; backward from the goals by *reverse moves* (rules
 undone in a row by one token), so that a position at backward distance d reaches a goal

@@ -4,8 +4,8 @@ A `LayeredProblem` is a board of at most 64 cells, jump rules (a, b, c), a group
 cell permutations, start and goal bitboards and a question. From it come, once per
 problem and read-only: the rules grouped by the cell the moving token stands on
 (`move_tables`), the byte tables that map a board to its key (`key_tables`), the Merson
-regions that bound the moves still needed (`prune_table`), and the GF(2) invariants of
-the rules (`invariants`, G. I. Bell's position classes).
+regions and the token classes that bound the moves still needed (`prune_table`), and the
+GF(2) invariants of the rules (`invariants`, G. I. Bell's position classes).
 """
 
 from dataclasses import dataclass, field, replace
@@ -38,9 +38,9 @@ class LayeredProblem:
     itself. starts, goals: tuples of bitboards (Python ints). question: see the module
     docstring. memory: bytes the search may keep. stars: whether the Merson bound counts
     the stars (`merson_regions`; False: the corners and edge pairs alone, the bound of
-    the engine before, kept for benchmarks/peg_bench.py). last_move: whether the bound
-    also counts the last move by `token_classes` (False: the regions alone, kept for
-    benchmarks/peg_bench.py).
+    the engine before, kept for benchmarks/peg_bench.py). classes: whether the forward
+    bound also counts the moves of the token classes (`token_classes`; False: the
+    regions alone, kept for benchmarks/peg_bench.py).
     """
 
     size: int
@@ -51,7 +51,7 @@ class LayeredProblem:
     question: Literal["solve", "min_moves", "reachable"] = "min_moves"
     memory: int = MEMORY
     stars: bool = True
-    last_move: bool = True
+    classes: bool = True
     tables: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -187,8 +187,8 @@ def prune_table(problem: LayeredProblem, kind: int) -> np.ndarray:
     a move each, less those a goal may keep full), kind 2 (backward: regions not full
     were changed by a move each since the start, less those a start may not fill).
     Layout (uint64): kind, less, singles, the number of pairs, the pairs, the number of
-    stars, the stars, their `hitting_sets`, and on kind 1 when every goal is one token,
-    the number of `token_classes` and their masks (see `kernels.regions_bound`). A goal's one
+    stars, the stars, their `hitting_sets`; then on kind 1, when every goal is one token
+    and `problem.classes`, the `class_table` (see `kernels.classes_bound`). A goal's one
     token keeps at most one region full (a single; stars and pairs need more), and a
     start's one empty cell lies in regions that one extra move would all meet, so
     `less` is at most 1 on one-token goals and one-vacancy starts."""
@@ -207,9 +207,8 @@ def prune_table(problem: LayeredProblem, kind: int) -> np.ndarray:
             less = max((full & ~s & cells).bit_count() for s in problem.starts)
         cover = hitting_sets(stars, problem.size)
         table = [kind, less, singles, len(pairs), *pairs, len(stars), *stars, *cover]
-        if kind == 1 and problem.last_move and all(g.bit_count() == 1 for g in problem.goals):
-            classes = token_classes(problem.rules, problem.size)
-            table += [len(classes), *classes]
+        if kind == 1 and problem.classes and all(g.bit_count() == 1 for g in problem.goals):
+            table += class_table(problem)
         problem.tables[name] = _frozen(np.array(table, np.uint64))
     return problem.tables[name]
 
@@ -219,9 +218,7 @@ def token_classes(rules: np.ndarray, size: int) -> list[int]:
     rule's a and c (a token moves from a to c), when no rule jumps over a cell of the
     mover's own class (b's class differs from a's); [] when some rule does. On the
     triangle they are the four classes of (row mod 2, column mod 2), since a jump moves
-    a peg two steps along a line. A one-token goal reached in one move was reached by a
-    mover that jumped every other token, so the mover was alone in its class: the last
-    move's bound of `kernels.regions_bound`."""
+    a peg two steps along a line."""
     parent = list(range(size))
 
     def root(x: int) -> int:
@@ -238,6 +235,24 @@ def token_classes(rules: np.ndarray, size: int) -> list[int]:
     for x in range(size):
         masks[root(x)] = masks.get(root(x), 0) | 1 << x
     return sorted(masks.values())
+
+
+def class_table(problem: LayeredProblem) -> list[int]:
+    """The token classes' part of the forward `prune_table`: their number n, their cells
+    (n bitboards, `token_classes`), the cells a token of each may jump over (n
+    bitboards: the b of every rule whose a lies in the class) and the classes that hold
+    a goal's token (a bitmask over the n classes); [0] when the rules have no classes.
+    `kernels.classes_bound` reads it."""
+    classes = token_classes(problem.rules, problem.size)
+    if not classes:
+        return [0]
+    jumps = [0] * len(classes)
+    for a, b, _ in problem.rules:
+        k = next(k for k, cells in enumerate(classes) if cells >> int(a) & 1)
+        jumps[k] |= 1 << int(b)
+    goals = reduce(or_, problem.goals, 0)
+    finals = sum(1 << k for k, cells in enumerate(classes) if cells & goals)
+    return [len(classes), *classes, *jumps, finals]
 
 
 def bound_of(board: int, prune: np.ndarray) -> int:
