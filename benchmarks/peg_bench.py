@@ -29,9 +29,9 @@ the 15-minute target of issue 23.
 
 Bounds (`--bounds N...`): the all-starts search of T_N with the bound of the Merson
 regions alone (the engine before, `classes=False`) and with the bound of the token
-classes too (the larger of the two), side by side: per target the positions stored (both sides'
-layers), the children made, the share the bound pruned, the seconds; then the answer,
-wall and CPU seconds.
+classes too (the larger of the two), side by side: per target the positions stored
+(both sides' layers), the children made, the share the bound pruned, the seconds; then
+the answer, wall and CPU seconds.
 
 Wall (`--wall-check N --limit S`): `puzzlesweep search peg_solitaire side=N start=all
 --wall S` as a user runs it, against a Prefect API started first; its line and how long

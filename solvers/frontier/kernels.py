@@ -86,8 +86,8 @@ def regions_bound(board, prune):
 @njit(cache=True)
 def classes_bound(board, prune, at, floor):
     """The fewest moves to one token of a relaxed game on the token classes
-    (`problem.class_table` at prune[at:]: n, the classes' cells, the cells each class's
-    token may jump over, the goals' classes as a bitmask). A move is made by a token of
+    (`problem.class_table` at prune[at:]: n, the classes' cells, the cells each set of
+    classes may jump over, the goals' classes as a bitmask). A move is made by a token of
     one class, which may land anywhere in its class and removes only tokens of other
     classes on cells that class may jump over (`problem.token_classes`: no rule jumps
     the mover's own class). So for the set S of classes that move in a finish: every
@@ -101,15 +101,12 @@ def classes_bound(board, prune, at, floor):
     n = np.int64(prune[at])
     if n == 0 or tokens(board) < 2:
         return 0
-    finals = np.int64(prune[at + 1 + 2 * n])
+    finals = np.int64(prune[at + 1 + n + (1 << n)])
     best = 64
     for moving in range((1 << n) - 1, 0, -1):
         if moving & finals == 0:
             continue
-        reach = np.uint64(0)
-        for k in range(n):
-            if moving >> k & 1:
-                reach |= prune[at + 1 + n + k]
+        reach = prune[at + 1 + n + moving]
         alone = moving & (moving - 1) == 0
         moves = 0
         for k in range(n):

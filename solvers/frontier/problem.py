@@ -239,10 +239,10 @@ def token_classes(rules: np.ndarray, size: int) -> list[int]:
 
 def class_table(problem: LayeredProblem) -> list[int]:
     """The token classes' part of the forward `prune_table`: their number n, their cells
-    (n bitboards, `token_classes`), the cells a token of each may jump over (n
-    bitboards: the b of every rule whose a lies in the class) and the classes that hold
-    a goal's token (a bitmask over the n classes); [0] when the rules have no classes.
-    `kernels.classes_bound` reads it."""
+    (n bitboards, `token_classes`), for each of the 2^n sets of classes (a bitmask over
+    the n classes) the cells its tokens may jump over (the b of every rule whose a lies
+    in one of them), and the classes that hold a goal's token (a bitmask); [0] when the
+    rules have no classes. `kernels.classes_bound` reads it."""
     classes = token_classes(problem.rules, problem.size)
     if not classes:
         return [0]
@@ -250,9 +250,13 @@ def class_table(problem: LayeredProblem) -> list[int]:
     for a, b, _ in problem.rules:
         k = next(k for k, cells in enumerate(classes) if cells >> int(a) & 1)
         jumps[k] |= 1 << int(b)
+    reach = [0] * (1 << len(classes))
+    for moving in range(1, len(reach)):
+        low = (moving & -moving).bit_length() - 1
+        reach[moving] = reach[moving & (moving - 1)] | jumps[low]
     goals = reduce(or_, problem.goals, 0)
     finals = sum(1 << k for k, cells in enumerate(classes) if cells & goals)
-    return [len(classes), *classes, *jumps, finals]
+    return [len(classes), *classes, *reach, finals]
 
 
 def bound_of(board: int, prune: np.ndarray) -> int:
