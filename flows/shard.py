@@ -36,7 +36,7 @@ from puzzlesweep.flows.cluster import connect, on_every_part, worker_identity
 from puzzlesweep.flows.run_record import RunRecord, manifest, recorded
 from puzzlesweep.flows.settings import RunSettings
 from puzzlesweep.solvers import Limits, frontier
-from puzzlesweep.solvers.frontier import sharded
+from puzzlesweep.solvers.frontier import beam, run_folder, sharded
 from puzzlesweep.solvers.frontier.depth_first import incumbent
 from puzzlesweep.solvers.frontier.sharded import ShardedRun, Step
 
@@ -75,6 +75,12 @@ def _merge(run: ShardedRun, step: Step, j: int, other: int, stop_at: float) -> d
     return {"merged": merged, **_worker()}
 
 
+def _beam(run: ShardedRun, target: int, stop_at: float) -> dict:
+    """`beam.beam_part` of `target`, on a worker, until the wall-clock `stop_at`;
+    "beam" is None when it stopped there."""
+    return {"beam": beam.beam_part(run, target, stop_at), **_worker()}
+
+
 def _layer(client, run: ShardedRun, step: Step, peaks: dict, stop_at: float) -> dict | None:
     """One layer: every shard expanded, then every shard merged; returns its manifest,
     or None when a part stopped at the wall-clock `stop_at` (nothing recorded: the
@@ -111,13 +117,21 @@ def _parts(client, function, calls: list[tuple], stop_at: float) -> list:
 def attempt(
     run: ShardedRun, client, step: Step, peaks: dict, on_layer, stop_at: float = math.inf
 ) -> dict:
-    """Expand layers, their parts on the Dask `client`'s workers, while the search stays
-    at `step.target` and the wall-clock time `stop_at` (`time.time()`) has not passed;
-    a layer in flight at `stop_at` stops there, unrecorded. Returns {"step": the next
-    step (another target's, the end, or this one's when the time ran out), "layers":
-    layers made}."""
+    """Run the target's beams on one of the Dask `client`'s workers, then expand layers,
+    their parts on every worker, while the search stays at `step.target` and the
+    wall-clock time `stop_at` (`time.time()`) has not passed; a beam or a layer in
+    flight at `stop_at` stops there, unrecorded. Returns {"step": the next step
+    (another target's, the end, or this one's when the time ran out), "layers": layers
+    made}."""
     made, target = 0, step.target
-    while step.kind == "expand" and step.target == target and time.time() < stop_at:
+    while step.kind in ("beam", "expand") and step.target == target and time.time() < stop_at:
+        if step.kind == "beam":
+            rows = _parts(client, _beam, [(run, target, stop_at)], stop_at)
+            if not rows or rows[0]["beam"] is None:
+                break
+            peaks[rows[0]["worker"]] = max(peaks.get(rows[0]["worker"], 0), rows[0]["rss"])
+            step = sharded.plan(run)
+            continue
         manifest = _layer(client, run, step, peaks, stop_at)
         if manifest is None:
             break
@@ -152,16 +166,16 @@ def sharded_search(
     stop_at = math.inf if wall_seconds is None else time.time() + wall_seconds
     step = sharded.plan(run)
     best = None
-    if step.kind == "expand":  # an incumbent: what a time limit reports
+    if step.kind in ("beam", "expand"):  # an incumbent: what a time limit reports
         share = INCUMBENT_SHARE * (math.inf if wall_seconds is None else wall_seconds)
         best = incumbent(run.problem, min(INCUMBENT_SECONDS, share))
     with connect(scheduler) as client:  # one client: opening one took about 0.3 s
-        while step.kind == "expand" and time.time() < stop_at:
+        while step.kind in ("beam", "expand") and time.time() < stop_at:
             task = attempt.with_options(task_run_name=f"target-{step.target}")
             done = task(run, client, step, peaks, on_layer, stop_at)
             step, made = done["step"], made + done["layers"]
     report = {"layers": made, "peak_rss": peaks, "seconds": time.perf_counter() - started}
-    if step.kind == "expand":  # the wall time ran out: the targets below this one failed
+    if step.kind in ("beam", "expand"):  # the wall ran out: the targets below this one failed
         objective = None if best is None else verify(best)
         return {**report, "status": "time_limit", "objective": objective, "bound": step.target,
                 "solution": best}  # fmt: skip
@@ -199,13 +213,13 @@ def run_search(
     `WALL_MARGIN_SECONDS`) early, to close the cluster and write the rows. Returns the
     flow's report plus "scheduler", "dashboard" and "row" (a new results row was
     written). Raises BadInput for an address that does not answer, for a folder that
-    cannot hold this search (`sharded.check_folder`: another search, a file, no
+    cannot hold this search (`run_folder.check_folder`: another search, a file, no
     permission) or that
-    another search holds (`sharded.folder_lock`), before any cluster starts."""
+    another search holds (`run_folder.folder_lock`), before any cluster starts."""
     held = ExitStack()
     try:  # before any cluster starts
-        sharded.check_folder(run)
-        held.enter_context(sharded.folder_lock(run))
+        run_folder.check_folder(run)
+        held.enter_context(run_folder.folder_lock(run))
     except ValueError as exc:
         raise BadInput(str(exc)) from None
     except OSError as exc:  # a read-only file system, seen only when writing
@@ -263,7 +277,7 @@ def _record(run: ShardedRun, catalog_path: str, wall: float | None, family, p) -
     its fingerprint and the limits as JSON; one instance planned, none for every start.
     Raises as `catalog.prepare` for a results table that cannot take the family's rows."""
     folder = os.path.abspath(run.folder)
-    spec = {"folder": folder, **sharded.fingerprint(run), "memory": run.memory, "wall": wall}
+    spec = {"folder": folder, **run_folder.fingerprint(run), "memory": run.memory, "wall": wall}
     sweep = f"search-{hashlib.sha256(folder.encode()).hexdigest()[:12]}"
     columns = manifest(sweep, json.dumps(spec), 0 if p is None else 1)
     catalog.prepare(catalog_path, {family.Params})

@@ -39,7 +39,7 @@ def _all_starts(side: int):
 def _layers(folder: Path) -> dict[str, int]:
     """{"t9/f3": keys, ...}: the keys of every recorded layer under a run's folder."""
     found = {}
-    for path in folder.glob("t*/*.json"):
+    for path in folder.glob("t*/[fb][0-9]*.json"):
         found[f"{path.parent.name}/{path.stem}"] = json.loads(path.read_text())["keys"]
     return found
 
@@ -51,9 +51,11 @@ def scheduler():
         yield address
 
 
-def _sharded(side: int, folder: Path, scheduler: str, shards: int = 2) -> dict:
+def _sharded(side: int, folder: Path, scheduler: str, shards: int = 2, beam=False) -> dict:
+    """The sharded search of T_side over all starts; `beam` False: the layers alone."""
     verify = functools.partial(peg.verify_any_start, side)
-    return sharded_search(ShardedRun(_all_starts(side), str(folder), shards), scheduler, verify)
+    run = ShardedRun(_all_starts(side), str(folder), shards, beam=beam)
+    return sharded_search(run, scheduler, verify)
 
 
 def _agrees(side: int, folder: Path, scheduler: str) -> dict:
@@ -81,6 +83,21 @@ def t5(prefect_api, scheduler, tmp_path_factory) -> tuple[Path, dict]:
 def test_two_workers_agree_with_one_process_and_a127500_on_t5_t6(t5, scheduler, tmp_path):
     assert t5[1]["objective"] == 9  # Bell (2008): T_5's shortest solutions take 9 moves
     _agrees(6, tmp_path, scheduler)
+
+
+def test_the_beams_settle_t6_on_a_worker_and_a_rerun_reads_them(scheduler, tmp_path):
+    # A127500: T_6 -> 9. Target 7 (the starts' bound) and 8 fail by complete beams,
+    # 9 is met by a beam: no layer is made; a re-run reads the answer from beam.json.
+    first = _sharded(6, tmp_path, scheduler, beam=True)
+    assert (first["status"], first["objective"], first["bound"]) == ("optimal", 9, 9)
+    assert peg.verify_any_start(6, tuple(first["solution"])) == 9
+    assert first["layers"] == 0 and _layers(tmp_path) == {}
+    failed = [json.loads(p.read_text()) for p in sorted(tmp_path.glob("t[78].json"))]
+    assert [f["beam"]["complete"] for f in failed] == [True, True]
+    found = json.loads((tmp_path / "t9" / "beam.json").read_text())
+    assert found["width"] == 1 << 14 and len(found["solution"]) == 19  # 20 pegs to 1
+    again = _sharded(6, tmp_path, scheduler, beam=True)
+    assert again["solution"] == first["solution"] and again["layers"] == 0
 
 
 @pytest.mark.slow
@@ -113,7 +130,7 @@ def on_layer(step, manifest):
         os.kill(os.getpid(), signal.SIGKILL)
 
 verify = functools.partial(peg.verify_any_start, 5)
-sharded_search(ShardedRun(problem, folder, 2), scheduler, verify, on_layer)
+sharded_search(ShardedRun(problem, folder, 2, beam=False), scheduler, verify, on_layer)
 """
 
 
@@ -135,7 +152,7 @@ def test_a_killed_search_resumes_from_its_recorded_layers(api_env, scheduler, t5
 
 
 def test_a_folder_of_another_search_is_refused(tmp_path):
-    from puzzlesweep.solvers.frontier import sharded
+    from puzzlesweep.solvers.frontier import run_folder, sharded
 
     sharded.plan(ShardedRun(_all_starts(4), str(tmp_path), 2))
     with pytest.raises(ValueError, match="holds a search of 2 shards, not 3"):
@@ -145,7 +162,7 @@ def test_a_folder_of_another_search_is_refused(tmp_path):
     (tmp_path / "file").write_text("")
     for bad in ("file", "file/below"):  # a file, and a folder under a file
         with pytest.raises(ValueError, match=r"cannot be made: .*file is not a directory"):
-            sharded.check_folder(ShardedRun(_all_starts(4), str(tmp_path / bad), 2))
+            run_folder.check_folder(ShardedRun(_all_starts(4), str(tmp_path / bad), 2))
     assert not (tmp_path / "file").read_text()
     with pytest.raises(ValueError, match="answers min_moves"):
         ShardedRun(peg.problem(4, [0], None, "solve"), str(tmp_path), 2)
@@ -155,15 +172,15 @@ def _hold_at_once(run: ShardedRun, count: int) -> list[str]:
     """`count` threads check and lock `run`'s folder behind a barrier, as `search` does
     before its cluster starts; the holder keeps the lock until every other has tried.
     Returns each one's outcome: "held", or the message it was refused with."""
-    from puzzlesweep.solvers.frontier import sharded
+    from puzzlesweep.solvers.frontier import run_folder
 
     start, tried, outcome = threading.Barrier(count), threading.Barrier(count), []
 
     def hold() -> None:
         start.wait()
         try:
-            sharded.check_folder(run)
-            with sharded.folder_lock(run):
+            run_folder.check_folder(run)
+            with run_folder.folder_lock(run):
                 outcome.append("held")
                 tried.wait()
                 return
@@ -196,7 +213,7 @@ def test_searches_of_one_folder_started_together_refuse_all_but_one(tmp_path):
 def test_a_part_over_its_memory_stops_before_it_loads(tmp_path):
     from puzzlesweep.solvers.frontier import sharded
 
-    run = ShardedRun(_all_starts(5), str(tmp_path), 2, memory=1 << 20)
+    run = ShardedRun(_all_starts(5), str(tmp_path), 2, memory=1 << 20, beam=False)
     step = sharded.plan(run)
     with pytest.raises(MemoryError, match=r"expanding .*s0.npy needs 0.03 GiB, over 0.00 GiB"):
         sharded.expand_part(run, step.target, step.side, step.d, 0)
@@ -210,7 +227,7 @@ def test_a_part_past_its_wall_time_stops_and_its_layer_is_not_recorded(tmp_path)
     # starts: 9 moves, A127500).
     from puzzlesweep.solvers.frontier import sharded
 
-    run = ShardedRun(_all_starts(6), str(tmp_path), 2)
+    run = ShardedRun(_all_starts(6), str(tmp_path), 2, beam=False)
     step = sharded.plan(run)
     assert step.kind == "expand"
     for i in (0, 1):  # an empty shard has nothing to stop
@@ -254,8 +271,8 @@ def test_the_search_command_writes_the_row_and_a_rerun_resumes(prefect_api, sche
     # One instance, T_5 from hole 4, sharded on the test's two workers (the command run
     # in this process): the fewest moves the one-process search finds (9: no start of
     # T_5 does better, A127500), its row in the catalog replayed; the same command again
-    # makes no layer, says the same and writes no second row. A catalog that cannot be
-    # written is refused first.
+    # says the same and writes no second row. A catalog that cannot be written is
+    # refused first.
     one = frontier.solve(peg.search(peg.Params(side=5, start=4, question="min_moves")), Limits(60))
     assert (one.status, one.objective) == ("optimal", A127500[5])
     folder, catalog = tmp_path / "t5-4", tmp_path / "catalog"
@@ -265,11 +282,12 @@ def test_the_search_command_writes_the_row_and_a_rerun_resumes(prefect_api, sche
     assert refused.exit_code == 2 and "catalog /proc/x cannot be written" in refused.stderr
     assert not folder.exists()  # refused before the search made anything
     args.append(str(catalog))
-    for made, row in (("[1-9][0-9]* layers made now", "now"), ("0 layers made now", "already")):
+    for row in ("now", "already"):  # the beams settle every target: no layer is made
         done = CliRunner().invoke(app, args)
         assert done.exit_code == 0, done.stderr
-        assert re.search(rf"status optimal  fewest moves 9  bound 9  {made}", done.stdout)
+        assert re.search(r"status optimal  fewest moves 9  bound 9  0 layers made now", done.stdout)
         assert f"its row is {row} in" in done.stderr
+    assert len(json.loads((folder / "t9" / "beam.json").read_text())["solution"]) == 13
     assert _rows(catalog) == [(4, "frontier-sharded", "optimal", 9, 9, None, True)]
     # each run has its row in `runs`, the first one also the results row's run id
     sql = "SELECT r.state, r.planned, r.skipped, r.optimal, r.solved, count(s.run_id) FROM runs r "

@@ -114,7 +114,8 @@ def _search_run(family: str, params, folder: str, shards: int, memory: int | Non
     ValidationError for bad params or a folder that cannot hold this search."""
     from puzzlesweep import puzzles
     from puzzlesweep.solvers.frontier import MEMORY
-    from puzzlesweep.solvers.frontier.sharded import ShardedRun, check_folder
+    from puzzlesweep.solvers.frontier.run_folder import check_folder
+    from puzzlesweep.solvers.frontier.sharded import ShardedRun
 
     module = puzzles.get(family)
     if not hasattr(module, "min_moves_search"):

@@ -12,12 +12,16 @@ compiles for about half a minute and writes the cache; later runs load it).
 
 Modules: `problem` (the problem and the tables derived from it once), `kernels` (the
 compiled loops), `layers` (the budget, expanding, looking up and walking back through
-layers), and one per question: `moves` (min_moves), `depth_first` (solve),
-`reachable`. The engine reports itself as solver `frontier`.
+layers), and one per question: `moves` (min_moves; with `beam`, the heuristic that
+meets the solutions of a target), `depth_first` (solve), `reachable`; `sharded` and
+`run_folder`: min_moves with its layers sharded on disk, for a cluster. The engine
+reports itself as solver `frontier`.
 
 Three questions, `LayeredProblem.question`:
-- `min_moves`: the fewest moves from a start to a goal, by a breadth-first search by
-  moves from both ends, meeting in the middle. Forward from the starts by moves; backward
+- `min_moves`: the fewest moves from a start to a goal, target by target: first beams
+  (`beam`: the best few positions by the bound kept per move; a beam finds a solution
+  of the target, or, when it never had to cut, proves there is none), then a
+  breadth-first search by moves from both ends, meeting in the middle. Forward from the starts by moves; backward
   from the goals by *reverse moves* (rules undone in a row by one token: c, full, jumps
   back over the empty b into the empty a, and may go on from a), so that a position at
   backward distance d reaches a goal in d moves. Each step expands the side with the

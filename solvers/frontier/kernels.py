@@ -341,3 +341,14 @@ def dfs(stack_b, stack_r, state, fot, cond, goals, last, maps, dead, budget):
     state[0], state[1] = depth, filled
     state[2] = -1 if depth < 0 else 0
     return nodes
+
+
+@njit(cache=True)
+def ranks(keys, prune):
+    """The order of a beam (`beam.beam`), least first, for every key of a uint64 array:
+    64 times its `regions_bound` (the fewest moves it may still need) plus its tokens
+    (among equal bounds, the position that has removed the most tokens)."""
+    out = np.empty(keys.shape[0], np.int64)
+    for i in range(keys.shape[0]):
+        out[i] = 64 * regions_bound(keys[i], prune) + tokens(keys[i])
+    return out

@@ -7,6 +7,10 @@ a token keeps its class and jumps only the cells its class may jump; strong in t
 layers of a target, where it prunes nearly every position of the forward search when
 the backward side is never grown, as on T_9).
 
+Each target is first given to the beams of `beam.beams`: a beam that finds a solution
+of the target answers it (every smaller target failed), one that never cut a move's
+children proves the target fails; otherwise the search below decides it.
+
 Forward from the starts by moves; backward from the goals by *reverse moves* (rules
 undone in a row by one token), so that a position at backward distance d reaches a goal
 in d moves. Each step expands the side whose next layer costs less (measured on a
@@ -27,6 +31,7 @@ from dataclasses import replace
 import numpy as np
 
 from .. import Limits, SolverResult
+from .beam import beams
 from .depth_first import DIVE_MEMORY, solvable
 from .kernels import board_keys, difference, distinct, member, union
 from .layers import CHUNK, Budget, Stop, fill, meet, sample_cost, walk
@@ -228,7 +233,8 @@ def min_moves(problem: LayeredProblem, budget: Budget, result: SolverResult) -> 
     bounds are admissible: every solution of L moves or fewer keeps all its positions
     at move boundaries); an attempt ends when a + b reaches L (no such solution: the
     bound becomes L + 1) or at the first common position (a solution of exactly L, as
-    L - 1 failed). Positions are re-searched per target: the pruning is what pays."""
+    L - 1 failed). Before each attempt the beams (`_beam`) may settle the target alone.
+    Positions are re-searched per target: the pruning is what pays."""
     result.bound = 0.0
     if not _incumbent(problem, budget, result):
         return
@@ -250,7 +256,10 @@ def min_moves(problem: LayeredProblem, budget: Budget, result: SolverResult) -> 
                 return
             made, kept, tick = budget.made, budget.kept, time.perf_counter()
             try:
-                if _attempt(problem, budget, result, target, attempts):
+                settled = _beam(problem, budget, result, target)  # None: not settled
+                if settled is None:
+                    settled = _attempt(problem, budget, result, target, attempts)
+                if settled:
                     return
             finally:  # what this target cost, also when a limit stopped it
                 attempts.setdefault(target, {}).update(
@@ -262,6 +271,24 @@ def min_moves(problem: LayeredProblem, budget: Budget, result: SolverResult) -> 
             result.bound = float(target)
     finally:
         result.extra["peak_bytes"] = budget.peak
+
+
+def _beam(problem: LayeredProblem, budget: Budget, result: SolverResult, target: int):
+    """The beams of `beam.beams` at `target`: True (and
+    the result filled) when one finds a solution of `target` moves (optimal: every
+    smaller target failed before), False when one was complete and found none (no
+    solution of `target` moves), None when none settled the target."""
+    path, complete, _ = beams(problem, budget, target)
+    if path is None:
+        return False if complete else None
+    result.solution = problem.triples(path)
+    if count_moves(result.solution) != target:  # smaller targets failed: anything else is a bug
+        raise RuntimeError(
+            f"the beam's path has {count_moves(result.solution)} moves, not {target}"
+        )
+    result.status, result.objective = "optimal", float(target)
+    result.bound = result.objective
+    return True
 
 
 def _attempt(problem, budget: Budget, result: SolverResult, target: int, attempts) -> bool:

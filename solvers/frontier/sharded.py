@@ -3,9 +3,11 @@ kept on disk, so that its parts run as separate tasks on separate workers and a 
 search resumes from its last finished layer.
 
 The search is that of `moves.min_moves` (targets L = the roots' Merson-region bound,
-L + 1, ...; per target a breadth-first search by moves from both ends, pruned by the
-regions against L; radii a + b = L without a common position prove "no solution of L
-moves"; the first common position is a solution of exactly L), with no incumbent dive.
+L + 1, ...; per target first the beams of `beam.beams` in one part, `beam.beam_part`:
+a solution they find is the answer, a complete beam fails the target; then a
+breadth-first search by moves from both ends, pruned by the regions against L; radii
+a + b = L without a common position prove "no solution of L moves"; the first common
+position is a solution of exactly L), with no incumbent dive.
 The side to grow is the one whose next layer costs less on a sample; a side where one
 position's children alone overflow the sample's buffer (the goals of T_9: a lone token
 walking back over a nearly empty board) is never grown, so the search goes on forward
@@ -21,25 +23,20 @@ keeps the keys new to its side (shard j of the earlier layers), writes the layer
 then writes the layer's manifest `t{L}/{side}{d}.json`; `plan` reads the manifests
 alone, so a layer without one is redone from its start. Layout under the run's folder:
 `run.json` (the problem's fingerprint and shard count: a resume must match it), and per
-target L `t{L}/f{d}/` and `t{L}/b{d}/` (forward, backward layer d), `t{L}.json` once L
+target L `t{L}/beam.json` (what its beams found), `t{L}/f{d}/` and `t{L}/b{d}/`
+(forward, backward layer d), `t{L}.json` once L
 failed.
 """
 
-import fcntl
-import hashlib
 import json
 import math
-import os
-import socket
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from .beam import recorded
 from .kernels import board_keys, difference, distinct, expand, member
 from .layers import CHUNK, sample_cost, walk
 from .problem import (
@@ -52,6 +49,7 @@ from .problem import (
     prune_table,
     reachable_goals,
 )
+from .run_folder import check_folder, save, write_json
 
 #: Positions sampled to estimate the cost of expanding a layer (see `moves._Side.cost`).
 SAMPLE = 512
@@ -74,13 +72,15 @@ class ShardedRun:
     infeasible at once when there is none),
     `folder` (the run's directory, created if missing), `shards` (>= 1; fixed for the
     life of the folder) and `memory` (bytes one part may hold: checked before it loads
-    its arrays; a resumed run may raise it). Raises ValueError for another question or
+    its arrays; a resumed run may raise it), `beam` (each target's beams first, in one
+    part; False: the layers alone). Raises ValueError for another question or
     shards < 1."""
 
     problem: LayeredProblem
     folder: str
     shards: int = 2
     memory: int = MEMORY
+    beam: bool = True
 
     def __post_init__(self) -> None:
         if self.problem.question != "min_moves":
@@ -97,9 +97,11 @@ class ShardedRun:
 
 @dataclass(frozen=True)
 class Step:
-    """What the search does next: expand layer `d` of `side` for `target` (kind
-    'expand'), or it is over: kind 'met' (a common `key` at forward distance `a`,
-    backward `b`, a + b = target) or 'infeasible' (no goal is reachable)."""
+    """What the search does next: run the beams of `target` (kind 'beam', `beam_part`),
+    expand layer `d` of `side` for `target` (kind 'expand'), or it is over: kind 'met'
+    (a common `key` at forward distance `a`, backward `b`, a + b = target), 'found' (a
+    beam's solution of `target` moves, in `t{target}/beam.json`) or 'infeasible' (no
+    goal is reachable)."""
 
     kind: str
     target: int
@@ -118,34 +120,6 @@ def _within(run: ShardedRun, files: list[Path], extra: int, what: str) -> None:
         raise MemoryError(f"{what} needs {need / 2**30:.2f} GiB, over {run.memory / 2**30:.2f} GiB")
 
 
-def _save(path: Path, array: np.ndarray) -> None:
-    """Write `array` to `path` (.npy) atomically: a killed writer leaves no half file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".part.npy")
-    np.save(partial, array)
-    os.replace(partial, path)
-
-
-def _write_json(path: Path, data: dict) -> None:
-    """Write `data` to `path` atomically, through a file of this writer's own: two
-    searches of one folder that start together both write `run.json` (the same text)
-    before one of them takes the folder's lock (`folder_lock`), and a shared partial
-    file made the second rename fail ("No such file or directory")."""
-    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.part")
-    partial.write_text(json.dumps(data))
-    os.replace(partial, path)
-
-
-def fingerprint(run: ShardedRun) -> dict:
-    """The problem and shard count a run folder belongs to (a sha256 of the rules,
-    group, starts and goals)."""
-    p = run.problem
-    digest = hashlib.sha256()
-    for part in (p.rules, p.group, np.array(p.starts, np.uint64), np.array(p.goals, np.uint64)):
-        digest.update(np.ascontiguousarray(part).tobytes())
-    return {"size": p.size, "problem": digest.hexdigest(), "shards": run.shards}
-
-
 def _side_tables(run: ShardedRun, side: str):
     reverse = side == "b"
     return move_tables(run.problem, reverse), prune_table(run.problem, 2 if reverse else 1)
@@ -161,8 +135,8 @@ def seed(run: ShardedRun, target: int) -> None:
         keys = distinct(board_keys(np.array(kept, np.uint64), maps))
         where = owner(keys, run.shards)
         for j in range(run.shards):
-            _save(run.layer(target, side, 0) / f"s{j}.npy", keys[where == j])
-        _write_json(run.layer(target, side, 0).with_suffix(".json"), {"keys": len(keys)})
+            save(run.layer(target, side, 0) / f"s{j}.npy", keys[where == j])
+        write_json(run.layer(target, side, 0).with_suffix(".json"), {"keys": len(keys)})
 
 
 def expand_part(
@@ -201,7 +175,7 @@ def expand_part(
             part = distinct(buffer[:written])
             where = owner(part, run.shards)
             for j in range(run.shards):
-                _save(inbox / f"{i}-{j}-{chunk}.npy", part[where == j])
+                save(inbox / f"{i}-{j}-{chunk}.npy", part[where == j])
             chunk, written = chunk + 1, 0
     return made
 
@@ -236,7 +210,7 @@ def merge_part(
         if time.time() > deadline:
             return None
         layer = difference(layer, np.asarray(level))
-    _save(folder / f"s{j}.npy", layer)
+    save(folder / f"s{j}.npy", layer)
     met = None
     for e, level in _levels(run, target, "f" if side == "b" else "b", j, other):
         if time.time() > deadline:
@@ -271,54 +245,6 @@ def _cost(run: ShardedRun, target: int, side: str, d: int, size: int) -> float:
     return sample_cost(keys, size, tables, key_tables(run.problem))
 
 
-@contextmanager
-def folder_lock(run: ShardedRun) -> Iterator[None]:
-    """Hold the run's folder (created if missing) for this process while the `with`
-    block runs: an exclusive `flock` on its file `lock`, which names the holder; the
-    system lets go of it when the process ends, however it ends. Raises ValueError,
-    naming the holder, while another process holds it: two searches expanding into one
-    folder at once would read each other's half-written shards."""
-    Path(run.folder).mkdir(parents=True, exist_ok=True)
-    handle = os.open(Path(run.folder) / "lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(handle, 200).decode(errors="replace") or "another process"
-            raise ValueError(
-                f"folder {run.folder} is in use by another search ({holder})"
-            ) from None
-        os.ftruncate(handle, 0)
-        os.write(handle, f"pid {os.getpid()} on {socket.gethostname()}".encode())
-        yield
-    finally:
-        os.close(handle)
-
-
-def check_folder(run: ShardedRun, write: bool = True) -> None:
-    """Check that the folder's run is this one, or (`write`) write its `run.json`.
-    Raises ValueError when the folder holds a search of another problem or shard count,
-    or is not a directory that can be written (a file, a parent without permission)."""
-    folder = Path(run.folder)
-    path = folder / "run.json"
-    mine = fingerprint(run)
-    if path.exists():
-        if (theirs := json.loads(path.read_text())) != mine:
-            if {**theirs, "shards": run.shards} == mine:
-                raise ValueError(
-                    f"{run.folder} holds a search of {theirs['shards']} shards, not {run.shards}"
-                )
-            raise ValueError(f"{run.folder} holds another search (of another board or starts)")
-        return
-    existing = next(p for p in (folder, *folder.resolve().parents) if p.exists())
-    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-        why = "is not a directory" if not existing.is_dir() else "cannot be written"
-        raise ValueError(f"folder {run.folder} cannot be made: {existing} {why}")
-    if write:
-        folder.mkdir(parents=True, exist_ok=True)
-        _write_json(path, mine)
-
-
 def plan(run: ShardedRun) -> Step:
     """The next step of the search, from the manifests on disk alone (what a resumed
     search does first): the first target not failed, its roots seeded if need be, then
@@ -336,6 +262,11 @@ def plan(run: ShardedRun) -> Step:
         if failed.exists():
             target += 1
             continue
+        beamed = recorded(run, target)
+        if run.beam and beamed is None:
+            return Step("beam", target)
+        if beamed is not None and beamed["solution"] is not None:
+            return Step("found", target)
         if not run.layer(target, "b", 0).with_suffix(".json").exists():
             seed(run, target)
         sides = {side: manifests(run, target, side) for side in "fb"}
@@ -347,7 +278,7 @@ def plan(run: ShardedRun) -> Step:
                     return Step("met", target, key=key, a=a, b=b)
         f, b = sides["f"], sides["b"]
         if len(f) + len(b) - 2 >= target or not f[-1]["keys"] or not b[-1]["keys"]:
-            _write_json(failed, {"solution": False, "forward": f, "backward": b})
+            write_json(failed, {"solution": False, "forward": f, "backward": b})
             target += 1
             continue
         costs = {s: _cost(run, target, s, len(m) - 1, m[-1]["keys"]) for s, m in sides.items()}
@@ -363,7 +294,7 @@ def record(run: ShardedRun, step: Step, merged: list[dict]) -> dict:
     manifest = {"keys": sum(m["keys"] for m in merged), "met": met}
     manifest["shards"] = [m["keys"] for m in merged]
     folder = run.layer(step.target, step.side, step.d + 1)
-    _write_json(folder.with_suffix(".json"), manifest)
+    write_json(folder.with_suffix(".json"), manifest)
     for bucket in (folder / "in").glob("*.npy"):
         bucket.unlink()
     return manifest
@@ -381,10 +312,12 @@ def _holds(run: ShardedRun, target: int, side: str):
 
 
 def path_of(run: ShardedRun, step: Step) -> list[tuple[int, int, int]]:
-    """The rules (a, b, c) of a solution through the common position of a 'met' step:
-    walked back by reverse moves to a start through the forward layers, then on by moves
-    to a goal through the backward layers (`layers.walk`). Raises RuntimeError when the
-    layers are inconsistent."""
+    """The rules (a, b, c) of a solution: a 'found' step's from its beam.json; a 'met'
+    step's through the common position, walked back by reverse moves to a start through
+    the forward layers, then on by moves to a goal through the backward layers
+    (`layers.walk`). Raises RuntimeError when the layers are inconsistent."""
+    if step.kind == "found":
+        return [tuple(rule) for rule in recorded(run, step.target)["solution"]]
     problem, maps = run.problem, key_tables(run.problem)
     first = walk(
         step.key, step.a, _holds(run, step.target, "f"), move_tables(problem, True), maps, True

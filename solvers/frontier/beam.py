@@ -1,0 +1,121 @@
+"""A beam search by moves for a solution of a given number of moves: the heuristic that
+finds the solutions the exhaustive search of `moves` would reach only after hours.
+
+From the starts, one move at a time, every child whose moves made plus its forward
+bound (`problem.prune_table`: Merson regions and token classes, admissible) stay within
+the target is made, and only the `width` best are kept for the next move, ranked by
+that bound and then by the fewest tokens (`kernels.ranks`): the positions nearest a
+finish by the bound, and among those the ones whose moves removed the most. A goal among
+the children is a solution of exactly that many moves (the walk back goes through the
+kept layers); a beam that empties proves nothing. With `moves.min_moves` proving every
+smaller target first, a solution of the target is optimal. On T_9 over all starts a
+width of 2^20 finds 16 moves in about a minute where the exhaustive forward layers of
+target 16 grow past 552 M keys (benchmarks/README.md); the beam at a target without a
+solution costs about as much (T_9 target 15: 34 s).
+"""
+
+import json
+import logging
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .. import Limits
+from .kernels import board_keys, distinct, member, ranks
+from .layers import CHUNK, Budget, Stop, fill, walk
+from .problem import LayeredProblem, key_tables, move_tables, prune_table
+from .run_folder import write_json
+
+#: The widths tried in turn (positions kept per move, 8 bytes each): each costs about
+#: four times the one before, so the narrow ones cost a third of the widest.
+WIDTHS = (1 << 14, 1 << 16, 1 << 18, 1 << 20)
+
+log = logging.getLogger("puzzlesweep.solvers.frontier")
+
+
+def beams(problem: LayeredProblem, budget: Budget, target: int):
+    """`beam` at `target` with each of `WIDTHS` in turn, until one finds a solution or
+    is complete: (the path's rule indices or None, whether the last was complete, its
+    width). Raises `layers.Stop` at a limit."""
+    for width in WIDTHS:
+        tick = time.perf_counter()
+        path, complete = beam(problem, budget, target, width)
+        outcome = ("none" if path is None else "a solution") + (", complete" * complete)
+        seconds = time.perf_counter() - tick
+        log.info("target %d: beam of %d: %s in %.1f s", target, width, outcome, seconds)
+        if path is not None or complete:
+            break
+    return path, complete, width
+
+
+def beam(problem: LayeredProblem, budget: Budget, target: int, width: int):
+    """(the rule indices of a path of at most `target` moves from a start to a goal of
+    `problem` found by the beam of `width` positions, or None; whether the search was
+    complete: no move's children were ever cut to the width, so None proves that no
+    solution has `target` moves or fewer, the bound being admissible). Counts positions
+    expanded in `budget.nodes`; raises `layers.Stop` at a limit (checked between chunks
+    of `layers.CHUNK` children; the bytes held count against the memory)."""
+    maps = key_tables(problem)
+    tables = move_tables(problem, False)
+    prune = prune_table(problem, 1)
+    goals = distinct(board_keys(np.array(problem.goals, np.uint64), maps))
+    levels = [distinct(board_keys(np.array(problem.starts, np.uint64), maps))]
+    buffer = np.empty(CHUNK, np.uint64)
+    complete = True
+    while len(levels) <= target and len(levels[-1]):
+        held = buffer.nbytes + sum(level.nbytes for level in levels)
+        room = target - len(levels)  # the moves left after this one
+        kept, at = np.empty(0, np.uint64), 0
+        while at < len(levels[-1]):
+            budget.check(held + 3 * kept.nbytes)
+            buffer, written, at = fill(budget, levels[-1], at, buffer, tables, maps, prune, room)
+            part = distinct(buffer[:written])
+            if len(hit := part[member(part, goals)]):
+                board, d = int(hit[0]), len(levels)
+                return walk(board, d, levels, move_tables(problem, True), maps, True), complete
+            kept = distinct(np.concatenate([kept, part]))
+            complete &= len(kept) <= width
+            kept = _best(kept, prune, width)
+        levels.append(kept)
+    return None, complete
+
+
+def _best(keys: np.ndarray, prune: np.ndarray, width: int) -> np.ndarray:
+    """The `width` least-ranked of sorted distinct `keys` (`kernels.ranks`), sorted."""
+    if len(keys) <= width:
+        return keys
+    return np.sort(keys[np.argpartition(ranks(keys, prune), width)[:width]])
+
+
+def beam_part(run, target: int, deadline: float = math.inf) -> dict | None:
+    """The beams of `target` of the sharded search `run` (a `sharded.ShardedRun`) in one
+    process, until the wall-clock `deadline` (`time.time()`; None comes back there,
+    nothing written): writes `t{target}/beam.json` ({"solution": the rules or None,
+    "complete", "width", "nodes"}) and, for a complete beam without a solution,
+    `t{target}.json` (the target failed; `sharded.plan` goes on to the next). Returns
+    what it wrote; raises MemoryError when the beam would hold more than `run.memory`."""
+
+    seconds = min(max(1e-3, deadline - time.time()), 1e9)  # Limits wants a finite time
+    budget = Budget(Limits(seconds), run.memory)
+    try:
+        path, complete, width = beams(run.problem, budget, target)
+    except Stop as stop:
+        if stop.status == "time_limit":
+            return None
+        raise MemoryError(stop.message) from None
+    rules = None if path is None else [list(t) for t in run.problem.triples(path)]
+    written = {"solution": rules, "complete": complete, "width": width, "nodes": budget.nodes}
+    folder = Path(run.folder) / f"t{target}"
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json(folder / "beam.json", written)
+    if path is None and complete:
+        write_json(Path(run.folder) / f"t{target}.json", {"solution": False, "beam": written})
+    return written
+
+
+def recorded(run, target: int) -> dict | None:
+    """What `beam_part` wrote for `target` of `run` (`t{target}/beam.json`), or None."""
+    path = Path(run.folder) / f"t{target}" / "beam.json"
+    return json.loads(path.read_text()) if path.exists() else None
