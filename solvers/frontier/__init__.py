@@ -19,21 +19,21 @@ reports itself as solver `frontier`.
 
 Three questions, `LayeredProblem.question`:
 - `min_moves`: the fewest moves from a start to a goal, target by target: first beams
-  (`beam`: the best few positions by the bound kept per move; a beam finds a solution
-  of the target, or, when it never had to cut, proves there is none), then a
-  breadth-first search by moves from both ends, meeting in the middle. Forward from the starts by moves; backward
-  from the goals by *reverse moves* (rules undone in a row by one token: c, full, jumps
-  back over the empty b into the empty a, and may go on from a), so that a position at
-  backward distance d reaches a goal in d moves. Each step expands the side with the
-  smaller last layer by one move, keeps the children that are new to that side (sorted
-  uint64 arrays, one per distance: the visited set, no hash table) and looks them up in
-  every layer of the other side. If forward radius a and backward radius b have no
-  position in common, no solution has a + b moves or fewer (cut any solution after
-  min(a, m) moves), so the bound is a + b + 1; the first common position found while
-  expanding gives a solution of exactly the bound, which is therefore optimal. That
-  last expansion stops at the first hit and is never stored. A position needs no "last
-  token moved" in its state: going on with the same token is itself one longer move,
-  which the move generator also produces.
+  (`beam`: the best few positions by the bound kept per move; a beam finds a solution of
+  the target, or, when it never had to cut, proves there is none), then a breadth-first
+  search by moves from both ends, meeting in the middle. Forward from the starts by
+  moves; backward from the goals by *reverse moves* (rules undone in a row by one token:
+  c, full, jumps back over the empty b into the empty a, and may go on from a), so that
+  a position at backward distance d reaches a goal in d moves. Each step expands the
+  side with the smaller last layer by one move, keeps the children that are new to that
+  side (sorted uint64 arrays, one per distance: the visited set, no hash table) and
+  looks them up in every layer of the other side. If forward radius a and backward
+  radius b have no position in common, no solution has a + b moves or fewer (cut any
+  solution after min(a, m) moves), so the bound is a + b + 1; the first common position
+  found while expanding gives a solution of exactly the bound, which is therefore
+  optimal. That last expansion stops at the first hit and is never stored. A position
+  needs no "last token moved" in its state: going on with the same token is itself one
+  longer move, which the move generator also produces.
 - `solve`: is a goal reachable at all (by any number of moves)? First the position
   classes: the GF(2) invariants of the rules (weights w over cells with
   w(a) + w(b) + w(c) = 0 mod 2 for every rule; every rule leaves their parity sums
@@ -57,10 +57,14 @@ fewest moves (`min_moves`), 1 (`solve`, the pegs left) or the number of goals re
 (`reachable`); bound = the proven lower bound; nodes = states expanded; solution = the
 rules of the path as (a, b, c) triples, or {"layers": counts, "goals": [(goal, path)]};
 extra = {"forward": layer sizes, "backward": layer sizes, "attempts": {target:
-{"forward", "backward": layer sizes, "made": children made, "kept": children the bound
-kept, "seconds"}}} or {"states": ...}.
+{"beam": positions the beams kept, "forward", "backward": layer sizes, "made": children
+made, "kept": children the bound kept, "seconds"}}} or {"states": ...}.
 
-Roads not taken: a hash set per layer (sorted arrays are half the memory and give the
+Roads not taken: a depth-first search by moves bounded by the target (IDA*, a table of
+keys with the moves left each was searched with, kept across targets): T_9's target 15
+failed after 137 M positions in 826 s, as the layers' 970 s, and T_8 over all starts
+took 39.7 s against the layers' 29.4 s (it meets a solution only where its order
+happens to lead); a hash set per layer (sorted arrays are half the memory and give the
 set difference and the look-ups by merging or binary search); a dynamic programme over
 (board, last token) by single rules (every intermediate position of every move is
 stored, many times the states of the move layers here: it ran out of memory on T_8 over

@@ -19,6 +19,7 @@ import logging
 import math
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -35,28 +36,39 @@ WIDTHS = (1 << 14, 1 << 16, 1 << 18, 1 << 20)
 log = logging.getLogger("puzzlesweep.solvers.frontier")
 
 
-def beams(problem: LayeredProblem, budget: Budget, target: int):
+class Beamed(NamedTuple):
+    """What beams found: `path` (the rule indices of a solution, or None), `complete`
+    (no move's children were cut to the width: None then proves that no solution has
+    the target's moves or fewer, the bound being admissible), `width` (the last beam's)
+    and `stored` (positions the beams kept, over every move)."""
+
+    path: list[int] | None
+    complete: bool
+    width: int
+    stored: int
+
+
+def beams(problem: LayeredProblem, budget: Budget, target: int) -> Beamed:
     """`beam` at `target` with each of `WIDTHS` in turn, until one finds a solution or
-    is complete: (the path's rule indices or None, whether the last was complete, its
-    width). Raises `layers.Stop` at a limit."""
+    is complete; `stored` counts every beam's. Raises `layers.Stop` at a limit."""
+    found, stored = Beamed(None, False, 0, 0), 0
     for width in WIDTHS:
         tick = time.perf_counter()
-        path, complete = beam(problem, budget, target, width)
-        outcome = ("none" if path is None else "a solution") + (", complete" * complete)
+        found = beam(problem, budget, target, width)
+        stored += found.stored
+        outcome = ("none" if found.path is None else "a solution") + ", complete" * found.complete
         seconds = time.perf_counter() - tick
         log.info("target %d: beam of %d: %s in %.1f s", target, width, outcome, seconds)
-        if path is not None or complete:
+        if found.path is not None or found.complete:
             break
-    return path, complete, width
+    return found._replace(stored=stored)
 
 
-def beam(problem: LayeredProblem, budget: Budget, target: int, width: int):
-    """(the rule indices of a path of at most `target` moves from a start to a goal of
-    `problem` found by the beam of `width` positions, or None; whether the search was
-    complete: no move's children were ever cut to the width, so None proves that no
-    solution has `target` moves or fewer, the bound being admissible). Counts positions
-    expanded in `budget.nodes`; raises `layers.Stop` at a limit (checked between chunks
-    of `layers.CHUNK` children; the bytes held count against the memory)."""
+def beam(problem: LayeredProblem, budget: Budget, target: int, width: int) -> Beamed:
+    """The beam of `width` positions for a path of at most `target` moves from a start
+    to a goal of `problem`. Counts positions expanded in `budget.nodes`; raises
+    `layers.Stop` at a limit (checked between chunks of `layers.CHUNK` children; the
+    bytes held count against the memory)."""
     maps = key_tables(problem)
     tables = move_tables(problem, False)
     prune = prune_table(problem, 1)
@@ -74,12 +86,13 @@ def beam(problem: LayeredProblem, budget: Budget, target: int, width: int):
             part = distinct(buffer[:written])
             if len(hit := part[member(part, goals)]):
                 board, d = int(hit[0]), len(levels)
-                return walk(board, d, levels, move_tables(problem, True), maps, True), complete
+                path = walk(board, d, levels, move_tables(problem, True), maps, True)
+                return Beamed(path, complete, width, sum(map(len, levels)))
             kept = distinct(np.concatenate([kept, part]))
             complete &= len(kept) <= width
             kept = _best(kept, prune, width)
         levels.append(kept)
-    return None, complete
+    return Beamed(None, complete, width, sum(map(len, levels)))
 
 
 def _best(keys: np.ndarray, prune: np.ndarray, width: int) -> np.ndarray:
@@ -100,17 +113,18 @@ def beam_part(run, target: int, deadline: float = math.inf) -> dict | None:
     seconds = min(max(1e-3, deadline - time.time()), 1e9)  # Limits wants a finite time
     budget = Budget(Limits(seconds), run.memory)
     try:
-        path, complete, width = beams(run.problem, budget, target)
+        found = beams(run.problem, budget, target)
     except Stop as stop:
         if stop.status == "time_limit":
             return None
         raise MemoryError(stop.message) from None
-    rules = None if path is None else [list(t) for t in run.problem.triples(path)]
-    written = {"solution": rules, "complete": complete, "width": width, "nodes": budget.nodes}
+    rules = None if found.path is None else [list(t) for t in run.problem.triples(found.path)]
+    written = {"solution": rules, "complete": found.complete, "width": found.width}
+    written |= {"stored": found.stored, "nodes": budget.nodes}
     folder = Path(run.folder) / f"t{target}"
     folder.mkdir(parents=True, exist_ok=True)
     write_json(folder / "beam.json", written)
-    if path is None and complete:
+    if found.path is None and found.complete:
         write_json(Path(run.folder) / f"t{target}.json", {"solution": False, "beam": written})
     return written
 

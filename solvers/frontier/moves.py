@@ -256,7 +256,7 @@ def min_moves(problem: LayeredProblem, budget: Budget, result: SolverResult) -> 
                 return
             made, kept, tick = budget.made, budget.kept, time.perf_counter()
             try:
-                settled = _beam(problem, budget, result, target)  # None: not settled
+                settled = _beam(problem, budget, result, target, attempts)  # None: not settled
                 if settled is None:
                     settled = _attempt(problem, budget, result, target, attempts)
                 if settled:
@@ -273,15 +273,16 @@ def min_moves(problem: LayeredProblem, budget: Budget, result: SolverResult) -> 
         result.extra["peak_bytes"] = budget.peak
 
 
-def _beam(problem: LayeredProblem, budget: Budget, result: SolverResult, target: int):
-    """The beams of `beam.beams` at `target`: True (and
-    the result filled) when one finds a solution of `target` moves (optimal: every
-    smaller target failed before), False when one was complete and found none (no
-    solution of `target` moves), None when none settled the target."""
-    path, complete, _ = beams(problem, budget, target)
-    if path is None:
-        return False if complete else None
-    result.solution = problem.triples(path)
+def _beam(problem: LayeredProblem, budget: Budget, result: SolverResult, target: int, attempts):
+    """The beams of `beam.beams` at `target`: True (and the result filled) when one
+    finds a solution of `target` moves (optimal: every smaller target failed before),
+    False when one was complete and found none (no solution of `target` moves), None
+    when none settled the target. attempts[target]["beam"]: the positions they kept."""
+    found = beams(problem, budget, target)
+    attempts.setdefault(target, {})["beam"] = found.stored
+    if found.path is None:
+        return False if found.complete else None
+    result.solution = problem.triples(found.path)
     if count_moves(result.solution) != target:  # smaller targets failed: anything else is a bug
         raise RuntimeError(
             f"the beam's path has {count_moves(result.solution)} moves, not {target}"
@@ -296,8 +297,8 @@ def _attempt(problem, budget: Budget, result: SolverResult, target: int, attempt
     `target` moves is found."""
     forward = _Side(problem, False, target)
     backward = _Side(problem, True, target)
-    sizes = attempts[target] = {"forward": [len(forward.levels[0])], "backward": []}
-    sizes["backward"].append(len(backward.levels[0]))
+    sizes = attempts.setdefault(target, {})
+    sizes.update(forward=[len(forward.levels[0])], backward=[len(backward.levels[0])])
     common = forward.levels[0][member(forward.levels[0], backward.levels[0])]
     met, a, b = (common[:1], 0, 0) if len(common) else (None, 0, 0)
     while met is None:
