@@ -5,7 +5,7 @@
     nice .venv/bin/python benchmarks/peg_bench.py --sides 9 --memory 12 --limit 1140
     nice .venv/bin/python benchmarks/peg_bench.py --solve 8 --limit 600   # every start
     nice .venv/bin/python benchmarks/peg_bench.py --sharded 8   # 1 worker vs 2 workers
-    nice -n 10 .venv/bin/python benchmarks/peg_bench.py --bounds 7 8   # bound before/now
+    nice -n 10 .venv/bin/python benchmarks/peg_bench.py --beams 7 8   # layers alone/beams
     nice -n 10 .venv/bin/python benchmarks/peg_bench.py --wall-check 9 --limit 120
 
 Fewest moves: OEIS A127500's question, the fewest moves (a move = consecutive jumps by
@@ -27,11 +27,10 @@ engine's default memory limit (4 GiB), into a temporary catalog; prints each sta
 class's row (status, fewest moves, bound, seconds) and the sweep's wall time, against
 the 15-minute target of issue 23.
 
-Bounds (`--bounds N...`): the all-starts search of T_N with the bound of the Merson
-regions alone (the engine before, `classes=False`) and with the bound of the token
-classes too (the larger of the two), side by side: per target the positions stored
-(both sides' layers), the children made, the share the bound pruned, the seconds; then
-the answer, wall and CPU seconds.
+Beams (`--beams N...`): the all-starts search of T_N with the layers alone (the engine
+before) and with each target's beams first (`solvers.frontier.beam`), side by side: per
+target the positions stored (beams and layers), the children made, the share the bound
+pruned, the seconds; then the answer, wall and CPU seconds.
 
 Wall (`--wall-check N --limit S`): `puzzlesweep search peg_solitaire side=N start=all
 --wall S` as a user runs it, against a Prefect API started first; its line and how long
@@ -45,7 +44,6 @@ benchmarks/README.md, with the figures of the engines this one replaced.
 """
 
 import argparse
-import dataclasses
 import functools
 import json
 import logging
@@ -61,6 +59,7 @@ from puzzlesweep.flows.cluster import dask_cluster
 from puzzlesweep.flows.shard import sharded_search
 from puzzlesweep.puzzles import peg_solitaire as peg
 from puzzlesweep.solvers import Limits, frontier
+from puzzlesweep.solvers.frontier import beam
 from puzzlesweep.solvers.frontier.sharded import ShardedRun
 
 KNOWN = {4: 5, 5: 9, 6: 9, 7: 12, 8: 13, 9: 16, 10: 18}  # OEIS A127500, Bell (2008)
@@ -193,29 +192,32 @@ def sweep_starts(side: int) -> None:
     )
 
 
-def bounds(side: int, limit: float, memory: int) -> None:
-    """The all-starts fewest-moves search of T_side with the bound of the Merson regions
-    alone (corners, edge pairs, stars: `classes=False`, the engine before) and with the
-    token classes' bound too (`frontier.kernels.classes_bound`), side by side: per target
-    the positions stored (forward + backward layers), the children made, the share the
-    bound pruned, and the seconds (wall, and CPU of this process)."""
+def beams(side: int, limit: float, memory: int) -> None:
+    """The all-starts fewest-moves search of T_side with the layers alone (the engine
+    before, `beam.WIDTHS` emptied) and with each target's beams first, side by side: per
+    target the positions stored (the beams' kept positions plus both sides' layers), the
+    children made, the share the bound pruned, and the seconds; then the answer, wall and
+    CPU seconds (this process), positions expanded and the most bytes of layers held."""
     problem = peg.problem(side, list(range(peg.holes(side))), None, "min_moves", memory)
     frontier.warm()
-    for classes in (False, True):
-        name = "regions and token classes" if classes else "regions alone (before)"
-        cpu = time.process_time()
-        changed = dataclasses.replace(problem, classes=classes, tables={})
-        result = frontier.solve(changed, Limits(limit))
+    for name, widths in (("layers alone (before)", ()), ("beams, then layers", beam.WIDTHS)):
+        cpu, saved = time.process_time(), beam.WIDTHS
+        beam.WIDTHS = widths
+        try:
+            result = frontier.solve(problem, Limits(limit))
+        finally:
+            beam.WIDTHS = saved
         cpu = time.process_time() - cpu
         peak = result.extra.get("peak_bytes", 0)
-        print(f"T_{side}, bound of {name}:", flush=True)
+        print(f"T_{side}, {name}:", flush=True)
         for target, row in sorted(result.extra.get("attempts", {}).items()):
-            stored = sum(row.get("forward", [])) + sum(row.get("backward", []))
+            layers = sum(row.get("forward", [])) + sum(row.get("backward", []))
             made, kept = row.get("made", 0), row.get("kept", 0)
             pruned = 1 - kept / made if made else 0.0
             print(
-                f"  target {target}: {stored:,} positions stored, {made:,} children made, "
-                f"{pruned:.1%} pruned by the bound, {row.get('seconds', 0):.1f} s",
+                f"  target {target}: {row.get('beam', 0):,} + {layers:,} positions stored "
+                f"(beams + layers), {made:,} children made, {pruned:.1%} pruned by the bound, "
+                f"{row.get('seconds', 0):.1f} s",
                 flush=True,
             )
         verified = None
@@ -298,7 +300,7 @@ def main() -> None:
     parser.add_argument("--memory", type=float, default=12.0, help="GiB per run")
     parser.add_argument("--sharded", type=int, help="side: the sharded search, 1 vs 2 workers")
     parser.add_argument("--sweep", type=int, help="side: every start's fewest moves, a sweep")
-    parser.add_argument("--bounds", type=int, nargs="*", default=[], help="sides: bound before/now")
+    parser.add_argument("--beams", type=int, nargs="*", default=[], help="sides: layers/beams")
     parser.add_argument("--wall-check", type=int, help="side: search --wall LIMIT, timed")
     parser.add_argument("--one", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -309,10 +311,10 @@ def main() -> None:
         return sweep_starts(args.sweep)
     if args.wall_check:
         return wall_check(args.wall_check, args.limit)
-    if args.bounds:
+    if args.beams:
         logging.basicConfig(level=logging.WARNING, force=True)
-        for side in args.bounds:
-            bounds(side, args.limit, memory)
+        for side in args.beams:
+            beams(side, args.limit, memory)
         return None
     if args.one:
         return child(args.one[0], int(args.one[1]), args.limit, memory)
