@@ -24,9 +24,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import Limits
-from .kernels import board_keys, distinct, member, ranks
-from .layers import CHUNK, Budget, Stop, fill, walk
-from .problem import LayeredProblem, key_tables, move_tables, prune_table
+from .kernels import NO_PRUNE, board_keys, distinct, expand, member, ranks
+from .layers import CHUNK, Budget, Stop, chains, fill
+from .problem import LayeredProblem, key_of, key_tables, move_tables, prune_table
 from .run_folder import write_json
 
 #: The widths tried in turn (positions kept per move, 8 bytes each): each costs about
@@ -85,14 +85,53 @@ def beam(problem: LayeredProblem, budget: Budget, target: int, width: int) -> Be
             buffer, written, at = fill(budget, levels[-1], at, buffer, tables, maps, prune, room)
             part = distinct(buffer[:written])
             if len(hit := part[member(part, goals)]):
-                board, d = int(hit[0]), len(levels)
-                path = walk(board, d, levels, move_tables(problem, True), maps, True)
+                path = _path([*levels, hit[:1]], tables, maps)
                 return Beamed(path, complete, width, sum(map(len, levels)))
             kept = distinct(np.concatenate([kept, part]))
             complete &= len(kept) <= width
             kept = _best(kept, prune, width)
         levels.append(kept)
     return Beamed(None, complete, width, sum(map(len, levels)))
+
+
+def _path(levels: list[np.ndarray], tables, maps: np.ndarray) -> list[int]:
+    """The rule indices of a path through one key of each of `levels` (sorted keys, each
+    level's children kept by the beam), ending at levels[-1][0]: parents found by
+    expanding the level before (compiled), then the moves replayed forward from the
+    root (`layers.chains`: a few dozen moves per position). Walking back by reverse
+    moves instead enumerates a lone peg's reverse chains, millions on T_9."""
+    keys = [int(levels[-1][0])]
+    for level in reversed(levels[:-1]):
+        keys.append(_parent(level, keys[-1], tables, maps))
+    board, rules = keys.pop(), []
+    for key in reversed(keys):
+        board, move = next((c, r) for c, r in chains(board, tables) if key_of(c, maps) == key)
+        rules += move
+    return rules
+
+
+def _parent(boards: np.ndarray, key: int, tables, maps: np.ndarray) -> int:
+    """A board of `boards` with a child whose key is `key`. Raises RuntimeError when
+    there is none (the levels are inconsistent)."""
+    ptr, order, fot, cond, nxt = tables
+    buffer, at, target = np.empty(CHUNK, np.uint64), 0, np.uint64(key)
+    while at < len(boards):
+        written, following, _ = expand(
+            boards, at, ptr, order, fot, cond, nxt, maps, True, buffer, NO_PRUNE, 0
+        )
+        if following == at:  # one board's children overflow the buffer
+            buffer = np.empty(2 * len(buffer), np.uint64)
+            continue
+        if (buffer[:written] == target).any():  # one of these: one at a time
+            for i in range(at, following):
+                one, _, _ = expand(
+                    boards[i : i + 1], 0, ptr, order, fot, cond, nxt, maps, True, buffer,
+                    NO_PRUNE, 0,
+                )  # fmt: skip
+                if (buffer[:one] == target).any():
+                    return int(boards[i])
+        at = following
+    raise RuntimeError(f"no parent of key {key} in the level before")
 
 
 def _best(keys: np.ndarray, prune: np.ndarray, width: int) -> np.ndarray:
