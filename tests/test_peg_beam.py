@@ -3,11 +3,12 @@ that no solution has the target's moves, one that cuts proves nothing, and a sol
 it finds is replayed and has exactly the optimum's moves."""
 
 import numpy as np
+import pytest
 
 from puzzlesweep.puzzles import peg_solitaire
 from puzzlesweep.puzzles.peg_solitaire import engine
 from puzzlesweep.solvers import Limits, frontier
-from puzzlesweep.solvers.frontier.beam import WIDTHS, beam
+from puzzlesweep.solvers.frontier.beam import WIDTHS, beam, beams
 from puzzlesweep.solvers.frontier.kernels import board_keys, distinct
 from puzzlesweep.solvers.frontier.layers import Budget
 from puzzlesweep.solvers.frontier.moves import count_moves
@@ -51,3 +52,29 @@ def test_t8_fewest_moves_over_all_starts():
     assert peg_solitaire.verify_any_start(8, tuple(result.solution)) == 13
     assert sorted(result.extra["attempts"]) == [11, 12, 13]
     assert np.all([row["made"] >= row["kept"] for row in result.extra["attempts"].values()])
+
+
+def test_a_beam_past_its_deadline_writes_nothing_and_one_with_time_records_its_answer(tmp_path):
+    # The sharded search's beam part: with its wall-clock deadline passed it stops at
+    # its first look at the clock, no beam.json (a re-run does it again); with time
+    # left T_6's target 9 (A127500: 9 moves) is met and recorded, target 8 fails.
+    from puzzlesweep.solvers.frontier.beam import beam_part, recorded
+    from puzzlesweep.solvers.frontier.sharded import ShardedRun
+
+    run = ShardedRun(_every_start(6), str(tmp_path))
+    assert beam_part(run, 9, 0.0) is None and recorded(run, 9) is None
+    assert not any(tmp_path.iterdir())
+    assert beam_part(run, 8)["solution"] is None and (tmp_path / "t8.json").exists()
+    met = beam_part(run, 9)
+    assert recorded(run, 9) == met and not (tmp_path / "t9.json").exists()
+    assert peg_solitaire.verify_any_start(6, tuple(map(tuple, met["solution"]))) == 9
+
+
+@pytest.mark.slow
+def test_t9_beams_meet_a_16_move_solution():
+    # A127500: T_9 -> 16 (Bell 2008); no 15-move solution takes the layers 13 minutes
+    # (benchmarks/README.md), the beams of target 16 meet one in about half a minute.
+    problem = _every_start(9)
+    found = beams(problem, Budget(Limits(1800), problem.memory), 16)
+    assert found.path is not None and found.width <= WIDTHS[-1]
+    assert peg_solitaire.verify_any_start(9, tuple(problem.triples(found.path))) == 16
