@@ -1,17 +1,18 @@
-"""The sharded search flow: one `min_moves` search whose layers are sharded over the
-Dask workers, one Prefect task per target, every finished layer recorded on disk.
+"""The sharded search flow: one `min_moves` search whose layers are sharded over the Dask
+workers, one Prefect task per target, every finished layer recorded on disk.
 
 The search itself (what a layer is, who owns a key, what to expand next, the walk back
 to a solution) is `solvers.frontier.sharded`; this module only runs its parts and
-records what they return. Each target L ("is there a solution of L moves?") is a
-Prefect task `attempt`; each of its layers is two rounds of Dask futures, one per shard
-(`cluster.on_every_part`): expand shard i (its children sent by owner as buckets on
-disk), then merge shard j of the new layer (duplicates removed where the keys land,
-looked up in the other side); then the layer's manifest is written (`sharded.record`).
-A Prefect task per shard and round would cost far more than the futures' work (see
-benchmarks/README.md, "Figures behind choices in the code"), so Prefect sees targets
-and Dask sees shards. A killed flow loses at most the layer in flight: the next run reads the
-manifests (`sharded.plan`) and goes on from the last finished layer. The answer is
+records what they return. Each target L ("is there a solution of L moves?") is a Prefect
+task `attempt`; its beams run first as one Dask future (`beam.beam_part`: a solution of
+L, or L failed, or neither); each of its layers is two rounds of Dask futures, one per
+shard (`cluster.on_every_part`): expand shard i (its children sent by owner as buckets
+on disk), then merge shard j of the new layer (duplicates removed where the keys land,
+looked up in the other side); then the layer's manifest is written (`sharded.record`). A
+Prefect task per shard and round would cost far more than the futures' work (see
+benchmarks/README.md, "Figures behind choices in the code"), so Prefect sees targets and
+Dask sees shards. A killed flow loses at most the layer in flight: the next run reads
+the manifests (`sharded.plan`) and goes on from the last finished layer. The answer is
 replayed by the caller's `verify` before it is returned. `run_search` runs the flow on a
 cluster as `puzzlesweep search` does, the run recorded in the catalog's `runs` as a
 sweep's, and `write_row` records an instance's answer in `results`.
