@@ -84,7 +84,10 @@ def beam(problem: LayeredProblem, budget: Budget, target: int, width: int) -> Be
         kept, at = np.empty(0, np.uint64), 0
         while at < len(levels[-1]):
             budget.check(held + 3 * kept.nbytes)
-            buffer, written, at = fill(budget, levels[-1], at, buffer, tables, maps, prune, room)
+            boards = levels[-1]
+            if budget.limits.node_limit is not None:  # stop at the node limit exactly
+                boards = boards[: at + budget.limits.node_limit - budget.nodes]
+            buffer, written, at = fill(budget, boards, at, buffer, tables, maps, prune, room)
             part = distinct(buffer[:written])
             if len(hit := part[member(part, goals)]):
                 path = _path([*levels, hit[:1]], tables, maps)
