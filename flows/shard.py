@@ -76,6 +76,12 @@ def _merge(run: ShardedRun, step: Step, j: int, other: int, stop_at: float) -> d
     return {"merged": merged, **_worker()}
 
 
+def _peaks(peaks: dict, rows: list[dict]) -> None:
+    """Raise each worker's peak RSS in `peaks` (bytes by worker) to its parts' `rows`."""
+    for row in rows:
+        peaks[row["worker"]] = max(peaks.get(row["worker"], 0), row["rss"])
+
+
 def _beam(run: ShardedRun, target: int, stop_at: float) -> dict:
     """`beam.beam_part` of `target`, on a worker, until the wall-clock `stop_at`;
     "beam" is None when it stopped there."""
@@ -93,8 +99,7 @@ def _layer(client, run: ShardedRun, step: Step, peaks: dict, stop_at: float) -> 
         other = len(sharded.manifests(run, step.target, "b" if step.side == "f" else "f"))
         calls = [(run, step, j, other, stop_at) for j in shards]
         merged = _parts(client, _merge, calls, stop_at)
-    for row in rows + merged:
-        peaks[row["worker"]] = max(peaks.get(row["worker"], 0), row["rss"])
+    _peaks(peaks, rows + merged)
     if not merged or any(row["merged"] is None for row in merged):
         return None
     manifest = sharded.record(run, step, [row["merged"] for row in merged])
@@ -125,12 +130,12 @@ def attempt(
     (another target's, the end, or this one's when the time ran out), "layers": layers
     made}."""
     made, target = 0, step.target
-    while step.kind in ("beam", "expand") and step.target == target and time.time() < stop_at:
+    while step.going and step.target == target and time.time() < stop_at:
         if step.kind == "beam":
             rows = _parts(client, _beam, [(run, target, stop_at)], stop_at)
             if not rows or rows[0]["beam"] is None:
                 break
-            peaks[rows[0]["worker"]] = max(peaks.get(rows[0]["worker"], 0), rows[0]["rss"])
+            _peaks(peaks, rows)
             step = sharded.plan(run)
             continue
         manifest = _layer(client, run, step, peaks, stop_at)
@@ -167,16 +172,16 @@ def sharded_search(
     stop_at = math.inf if wall_seconds is None else time.time() + wall_seconds
     step = sharded.plan(run)
     best = None
-    if step.kind in ("beam", "expand"):  # an incumbent: what a time limit reports
+    if step.going:  # an incumbent: what a time limit reports
         share = INCUMBENT_SHARE * (math.inf if wall_seconds is None else wall_seconds)
         best = incumbent(run.problem, min(INCUMBENT_SECONDS, share))
     with connect(scheduler) as client:  # one client: opening one took about 0.3 s
-        while step.kind in ("beam", "expand") and time.time() < stop_at:
+        while step.going and time.time() < stop_at:
             task = attempt.with_options(task_run_name=f"target-{step.target}")
             done = task(run, client, step, peaks, on_layer, stop_at)
             step, made = done["step"], made + done["layers"]
     report = {"layers": made, "peak_rss": peaks, "seconds": time.perf_counter() - started}
-    if step.kind in ("beam", "expand"):  # the wall ran out: the targets below this one failed
+    if step.going:  # the wall ran out: the targets below this one failed
         objective = None if best is None else verify(best)
         return {**report, "status": "time_limit", "objective": objective, "bound": step.target,
                 "solution": best}  # fmt: skip

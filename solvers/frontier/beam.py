@@ -153,7 +153,6 @@ def beam_part(run, target: int, deadline: float = math.inf) -> dict | None:
     "complete", "width", "nodes"}) and, for a complete beam without a solution,
     `t{target}.json` (the target failed; `sharded.plan` goes on to the next). Returns
     what it wrote; raises MemoryError when the beam would hold more than `run.memory`."""
-
     seconds = min(max(1e-3, deadline - time.time()), 1e9)  # Limits wants a finite time
     budget = Budget(Limits(seconds), run.memory)
     try:

@@ -283,10 +283,8 @@ def _beam(problem: LayeredProblem, budget: Budget, result: SolverResult, target:
     if found.path is None:
         return False if found.complete else None
     result.solution = problem.triples(found.path)
-    if count_moves(result.solution) != target:  # smaller targets failed: anything else is a bug
-        raise RuntimeError(
-            f"the beam's path has {count_moves(result.solution)} moves, not {target}"
-        )
+    if (count := count_moves(result.solution)) != target:  # smaller ones failed: a bug
+        raise RuntimeError(f"the beam's path has {count} moves, not {target}")
     result.status, result.objective = "optimal", float(target)
     result.bound = result.objective
     return True

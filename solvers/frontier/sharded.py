@@ -111,6 +111,11 @@ class Step:
     a: int = 0
     b: int = 0
 
+    @property
+    def going(self) -> bool:
+        """Whether there is work left ('beam' or 'expand'), not an end."""
+        return self.kind in ("beam", "expand")
+
 
 def _within(run: ShardedRun, files: list[Path], extra: int, what: str) -> None:
     """Raises MemoryError, before the work, when a part that loads `files` and holds
